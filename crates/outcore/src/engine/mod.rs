@@ -1,0 +1,249 @@
+//! Engines: the strategies that run a program over a store within a memory budget.
+//!
+//! An algorithm hands its program to a [`Runner`]; the runner picks the engine (`--engine`,
+//! or `auto`), runs it, and collects [`RunStats`]. Engines never parse arguments or print:
+//! they report through [`Progress`] and record per-iteration figures with
+//! [`Runner::record_iteration`].
+
+pub mod inmem;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::program::{GraphInfo, PregelProgram, VertexProgram};
+use crate::runtime::io::IoSnapshot;
+use crate::runtime::{peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
+use crate::store::Store;
+use crate::VertexId;
+
+/// The engines a user can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// Choose from the program kind and the graph's size against the budget.
+    Auto,
+    /// The reference engine: everything in memory, simple and obviously correct.
+    InMemory,
+}
+
+impl EngineKind {
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem"];
+
+    pub fn parse(name: &str) -> Result<EngineKind> {
+        match name {
+            "auto" => Ok(EngineKind::Auto),
+            "inmem" | "in-memory" => Ok(EngineKind::InMemory),
+            other => Err(Error::invalid(format!(
+                "unknown engine '{other}' (available: {})",
+                Self::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Auto => "auto",
+            EngineKind::InMemory => "inmem",
+        }
+    }
+}
+
+/// Options common to every engine.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub engine: EngineKind,
+    pub memory: MemoryBudget,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { engine: EngineKind::Auto, memory: MemoryBudget::default_for_machine() }
+    }
+}
+
+/// Figures of one iteration (superstep). Engine-specific figures go into `extra`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IterationStats {
+    pub iteration: usize,
+    pub active_vertices: u64,
+    pub edges_processed: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub seconds: f64,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Figures of a whole run, written by `--stats-json`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunStats {
+    pub algorithm: String,
+    pub engine: String,
+    /// Why `auto` chose this engine (empty when chosen by the user).
+    pub engine_reason: String,
+    pub memory_budget_bytes: u64,
+    pub vertices: u64,
+    pub edges: u64,
+    pub iterations: usize,
+    pub wall_seconds: f64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub read_requests: u64,
+    pub peak_rss_bytes: u64,
+    pub per_iteration: Vec<IterationStats>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Runs programs on a store with one engine and budget, and collects the run's figures.
+pub struct Runner {
+    store: Store,
+    options: RunOptions,
+    engine: EngineKind,
+    engine_reason: String,
+    progress: Arc<dyn Progress>,
+    cancel: CancelToken,
+    started: Instant,
+    io_at_start: IoSnapshot,
+    stats: Mutex<RunStats>,
+}
+
+impl Runner {
+    /// A runner over `store`; reads are counted from now on in fresh counters.
+    pub fn new(store: &Store, options: RunOptions) -> Runner {
+        let counters = IoCounters::new();
+        let store = store.with_counters(counters.clone());
+        let (engine, engine_reason) = choose_engine(&store, &options);
+        let stats = RunStats {
+            engine: engine.name().to_string(),
+            engine_reason: engine_reason.clone(),
+            memory_budget_bytes: options.memory.bytes(),
+            vertices: store.num_vertices(),
+            edges: store.manifest().edges,
+            ..RunStats::default()
+        };
+        Runner {
+            store,
+            options,
+            engine,
+            engine_reason,
+            progress: Arc::new(NoProgress),
+            cancel: CancelToken::new(),
+            started: Instant::now(),
+            io_at_start: counters.snapshot(),
+            stats: Mutex::new(stats),
+        }
+    }
+
+    pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Runner {
+        self.progress = progress;
+        self
+    }
+
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Runner {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn options(&self) -> &RunOptions {
+        &self.options
+    }
+
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+
+    pub fn engine_reason(&self) -> &str {
+        &self.engine_reason
+    }
+
+    pub fn progress(&self) -> &dyn Progress {
+        self.progress.as_ref()
+    }
+
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    pub fn graph_info(&self) -> GraphInfo {
+        GraphInfo {
+            num_vertices: self.store.num_vertices(),
+            num_arcs: self.store.num_arcs(),
+            directed: self.store.is_directed(),
+            weighted: self.store.is_weighted(),
+        }
+    }
+
+    /// The dense id of a vertex given by its original id as the user typed it.
+    pub fn resolve_vertex(&self, original: &str) -> Result<VertexId> {
+        self.store.ids()?.resolve(original)
+    }
+
+    /// Runs a vertex program to completion and returns the final values in dense-id order.
+    pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
+        match self.engine {
+            EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
+        }
+    }
+
+    /// Runs a Pregel program to completion and returns the final values in dense-id order.
+    pub fn run_pregel<P: PregelProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
+        match self.engine {
+            EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
+        }
+    }
+
+    /// Appends one iteration's figures (engines call this once per iteration).
+    pub fn record_iteration(&self, iteration: IterationStats) {
+        let mut stats = self.stats.lock().unwrap();
+        stats.iterations = stats.iterations.max(iteration.iteration + 1);
+        stats.per_iteration.push(iteration);
+    }
+
+    /// Adds a run-level figure (e.g. `"page_cache_hits"`).
+    pub fn record_extra(&self, key: &str, value: serde_json::Value) {
+        self.stats.lock().unwrap().extra.insert(key.to_string(), value);
+    }
+
+    /// I/O counted so far in this run.
+    pub fn io_snapshot(&self) -> IoSnapshot {
+        self.store.counters().snapshot()
+    }
+
+    /// Closes the run and returns its figures.
+    pub fn finish(&self, algorithm: &str) -> RunStats {
+        let mut stats = self.stats.lock().unwrap().clone();
+        let io = self.io_snapshot().since(&self.io_at_start);
+        stats.algorithm = algorithm.to_string();
+        stats.wall_seconds = self.started.elapsed().as_secs_f64();
+        stats.bytes_read = io.bytes_read;
+        stats.bytes_written = io.bytes_written;
+        stats.read_requests = io.read_requests;
+        stats.peak_rss_bytes = peak_rss_bytes();
+        stats
+    }
+}
+
+/// Resolves `auto` and explains the choice.
+fn choose_engine(store: &Store, options: &RunOptions) -> (EngineKind, String) {
+    match options.engine {
+        EngineKind::Auto => {
+            let needed = inmem::estimated_memory_bytes(store);
+            (
+                EngineKind::InMemory,
+                format!(
+                    "auto: the in-memory engine needs about {} and the budget is {}",
+                    crate::runtime::format_size(needed),
+                    options.memory
+                ),
+            )
+        }
+        chosen => (chosen, String::new()),
+    }
+}

@@ -1,0 +1,1 @@
+//! External merge sort (to be written).

@@ -1,0 +1,193 @@
+//! The program API: what an algorithm writes, and all an engine needs to know about it.
+//!
+//! * [`VertexProgram`] — push-style, combinable programs (PageRank, BFS, SSSP, WCC, MSSP...).
+//!   `combine` is what lets every engine run the same program in its own order: it is Redio's
+//!   accumulation operator, GraphD's combiner, the aggregation function of the delay buffer in
+//!   "Load the Edges You Need" (§3), and TurboGraph++'s gather.
+//! * [`PregelProgram`] — compute over all incoming messages of a vertex, for programs whose
+//!   messages cannot be combined (label propagation needs the multiset of neighbour labels).
+//!
+//! Algorithms are written only against these traits; they never open files and never know
+//! which engine runs them.
+
+use crate::VertexId;
+
+/// Whether messages are increments or values (DESIGN.md "Program API").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    /// Accumulative: a vertex folds increments into its value (PageRank-delta, heat).
+    /// A missing message is the identity (zero increment).
+    Delta,
+    /// Selective: the message is a candidate value, `combine` picks one (min/max: BFS, SSSP, WCC).
+    Value,
+}
+
+/// Along which edges an active vertex sends its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeDirection {
+    /// Out-edges (the default).
+    Out,
+    /// Out-edges and in-edges (direction ignored: weakly connected components).
+    Both,
+}
+
+/// One edge as seen by `scatter`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EdgeRef {
+    pub source: VertexId,
+    pub target: VertexId,
+    /// 1.0 on unweighted stores.
+    pub weight: f64,
+    /// Out-degree of the source (in stored arcs).
+    pub source_out_degree: u64,
+}
+
+/// Facts about the graph available to every program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphInfo {
+    pub num_vertices: u64,
+    /// Stored arcs.
+    pub num_arcs: u64,
+    pub directed: bool,
+    pub weighted: bool,
+}
+
+/// What `apply` learns about the current iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IterationContext {
+    /// 0-based iteration number.
+    pub iteration: usize,
+    pub graph: GraphInfo,
+    /// Sum over all vertices of [`VertexProgram::global_contribution`] taken before this
+    /// iteration's scatter (e.g. the PageRank mass of sink vertices).
+    pub global_sum: f64,
+}
+
+/// Whether to go on after an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Stop,
+}
+
+/// A push-style program: active vertices scatter messages along their edges, messages to the
+/// same target are folded with `combine`, and `apply` folds the result into the target's value.
+///
+/// Engines call `apply` for every vertex that received at least one message, and for every
+/// vertex when [`applies_to_all`](Self::applies_to_all) is true (with `identity()` when it
+/// received none). A vertex is active in the next iteration when `apply` returns true. The run
+/// ends when no vertex is active, after [`max_iterations`](Self::max_iterations), or when
+/// [`end_iteration`](Self::end_iteration) says so.
+pub trait VertexProgram: Sync + Send {
+    type Value: Copy + Send + Sync + 'static;
+    type Msg: Copy + Send + Sync + 'static;
+
+    fn message_kind(&self) -> MessageKind;
+
+    fn direction(&self) -> EdgeDirection {
+        EdgeDirection::Out
+    }
+
+    /// True when `scatter` reads `edge.weight` (engines then read the weight file).
+    fn uses_weights(&self) -> bool {
+        false
+    }
+
+    fn init(&self, vertex: VertexId, graph: &GraphInfo) -> Self::Value;
+
+    /// Active in iteration 0 (default: every vertex).
+    fn initially_active(&self, _vertex: VertexId, _graph: &GraphInfo) -> bool {
+        true
+    }
+
+    fn scatter(&self, value: &Self::Value, edge: EdgeRef) -> Option<Self::Msg>;
+
+    /// Commutative and associative; `combine(identity(), m) == m`.
+    fn combine(&self, a: Self::Msg, b: Self::Msg) -> Self::Msg;
+
+    fn identity(&self) -> Self::Msg;
+
+    /// Folds the combined message into the value; returns true if the vertex is active next.
+    fn apply(&self, vertex: VertexId, value: &mut Self::Value, msg: Self::Msg, ctx: &IterationContext) -> bool;
+
+    fn applies_to_all(&self) -> bool {
+        false
+    }
+
+    /// A vertex's share of the global sum handed to the next iteration (default 0).
+    fn global_contribution(&self, _vertex: VertexId, _value: &Self::Value, _out_degree: u64) -> f64 {
+        0.0
+    }
+
+    fn max_iterations(&self) -> Option<usize> {
+        None
+    }
+
+    fn end_iteration(&self, _iteration: usize, _active_vertices: u64) -> Control {
+        Control::Continue
+    }
+}
+
+/// What a Pregel `compute` can see and do for one vertex in one superstep.
+pub trait PregelContext<M> {
+    fn vertex(&self) -> VertexId;
+    fn superstep(&self) -> usize;
+    fn graph(&self) -> &GraphInfo;
+    /// Targets of the vertex's out-edges.
+    fn out_neighbors(&self) -> &[VertexId];
+    /// Weights of the out-edges (1.0 each on unweighted stores).
+    fn out_weights(&self) -> &[f64];
+    /// Sources of the in-edges (only when the program asks for them).
+    fn in_neighbors(&self) -> &[VertexId];
+    fn send(&mut self, target: VertexId, message: M);
+    fn vote_to_halt(&mut self);
+    /// Adds to this superstep's aggregate (folded with [`PregelProgram::aggregate`]).
+    fn aggregate(&mut self, value: f64);
+    /// The aggregate of the previous superstep (0 in superstep 0).
+    fn previous_aggregate(&self) -> f64;
+}
+
+/// A vertex-centric program over all incoming messages (Pregel, GraphD).
+///
+/// A vertex runs `compute` in superstep 0 and afterwards whenever it is awake: it has not
+/// voted to halt, or it received a message. The run ends when every vertex has halted and no
+/// message is in flight, after `max_supersteps`, or when `end_superstep` says so.
+pub trait PregelProgram: Sync + Send {
+    type Value: Clone + Send + Sync + 'static;
+    type Msg: Clone + Send + Sync + 'static;
+
+    fn init(&self, vertex: VertexId, graph: &GraphInfo) -> Self::Value;
+
+    fn needs_in_edges(&self) -> bool {
+        false
+    }
+
+    fn uses_weights(&self) -> bool {
+        false
+    }
+
+    fn compute(&self, ctx: &mut dyn PregelContext<Self::Msg>, value: &mut Self::Value, messages: &[Self::Msg]);
+
+    /// An optional combiner: engines may fold messages to the same target with it.
+    fn combine(&self, _a: &Self::Msg, _b: &Self::Msg) -> Option<Self::Msg> {
+        None
+    }
+
+    /// True when `combine` is defined.
+    fn has_combiner(&self) -> bool {
+        false
+    }
+
+    /// Folds two aggregate contributions (default: sum).
+    fn aggregate(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+
+    fn max_supersteps(&self) -> Option<usize> {
+        None
+    }
+
+    fn end_superstep(&self, _superstep: usize, _aggregate: f64) -> Control {
+        Control::Continue
+    }
+}

@@ -1,0 +1,130 @@
+//! Compressed sparse row layouts (`csr-out`, `csr-in`): Redio's compact format.
+//!
+//! `offsets[v]..offsets[v+1]` indexes the targets (and weights) of vertex `v`. No source field
+//! is stored. Targets are u32 when |V| < 2^32, else u64 (`target_bytes` in the layout params).
+//! Engines read these files with positional reads through their own buffers; only the
+//! in-memory engine loads them whole ([`CsrLayout::load`]).
+
+use super::files::{f64s_from_le_bytes, u32s_from_le_bytes, u64s_from_le_bytes, StoreFile};
+use super::Store;
+use crate::error::{Error, Result};
+
+/// Which adjacency: out-edges (grouped by source) or in-edges (grouped by target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Out,
+    In,
+}
+
+impl Direction {
+    pub fn layout_name(self) -> &'static str {
+        match self {
+            Direction::Out => "csr-out",
+            Direction::In => "csr-in",
+        }
+    }
+}
+
+/// Bytes per stored target for a graph with `vertices` vertices.
+pub fn target_bytes_for(vertices: u64) -> u64 {
+    if vertices < (1u64 << 32) {
+        4
+    } else {
+        8
+    }
+}
+
+/// An opened CSR layout.
+#[derive(Debug)]
+pub struct CsrLayout {
+    pub name: &'static str,
+    pub vertices: u64,
+    pub arcs: u64,
+    pub target_bytes: u64,
+    pub offsets: StoreFile,
+    pub targets: StoreFile,
+    pub weights: Option<StoreFile>,
+}
+
+/// A CSR held in memory (the in-memory engine, tests, small graphs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InMemoryCsr {
+    pub offsets: Vec<u64>,
+    pub targets: Vec<u64>,
+    pub weights: Option<Vec<f64>>,
+}
+
+impl InMemoryCsr {
+    pub fn num_vertices(&self) -> u64 {
+        self.offsets.len().saturating_sub(1) as u64
+    }
+    pub fn neighbors(&self, v: u64) -> &[u64] {
+        &self.targets[self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
+    }
+    pub fn weights_of(&self, v: u64) -> Option<&[f64]> {
+        self.weights.as_ref().map(|w| &w[self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize])
+    }
+    pub fn degree(&self, v: u64) -> u64 {
+        self.offsets[v as usize + 1] - self.offsets[v as usize]
+    }
+}
+
+impl CsrLayout {
+    pub fn open(store: &Store, direction: Direction) -> Result<CsrLayout> {
+        let name = if direction == Direction::In && !store.is_directed() { "csr-out" } else { direction.layout_name() };
+        if !store.manifest().layouts.contains_key(name) {
+            return Err(Error::store(store.dir(), format!("layout {name} is missing")));
+        }
+        let offsets = store.file(&format!("{name}/offsets"))?;
+        let targets = store.file(&format!("{name}/targets"))?;
+        let weights = if store.is_weighted() { Some(store.file(&format!("{name}/weights"))?) } else { None };
+        let vertices = store.num_vertices();
+        let target_bytes = target_bytes_for(vertices);
+        let arcs = store.num_arcs();
+        if offsets.len() != (vertices + 1) * 8 || targets.len() != arcs * target_bytes {
+            return Err(Error::store(offsets.path(), "layout sizes do not match the manifest's vertex and edge counts"));
+        }
+        Ok(CsrLayout { name, vertices, arcs, target_bytes, offsets, targets, weights })
+    }
+
+    /// Byte offset in `targets` where vertex `v`'s adjacency begins, given its edge offset.
+    pub fn target_byte(&self, edge_offset: u64) -> u64 {
+        edge_offset * self.target_bytes
+    }
+
+    /// Reads `offsets[first..first + out.len()]`.
+    pub fn read_offsets(&self, first: u64, out: &mut [u64]) -> Result<()> {
+        self.offsets.read_u64s_at(first, out)
+    }
+
+    /// Decodes targets of edges `[first, first + count)` into `out` (cleared first).
+    pub fn read_targets(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
+        out.clear();
+        let mut bytes = vec![0u8; (count * self.target_bytes) as usize];
+        self.targets.read_exact_at(&mut bytes, first * self.target_bytes)?;
+        decode_targets(&bytes, self.target_bytes, out);
+        Ok(())
+    }
+
+    /// Loads the whole layout into memory.
+    pub fn load(&self) -> Result<InMemoryCsr> {
+        let offsets = u64s_from_le_bytes(&self.offsets.read_all()?);
+        let raw = self.targets.read_all()?;
+        let mut targets = Vec::with_capacity(self.arcs as usize);
+        decode_targets(&raw, self.target_bytes, &mut targets);
+        let weights = match &self.weights {
+            Some(w) => Some(f64s_from_le_bytes(&w.read_all()?)),
+            None => None,
+        };
+        Ok(InMemoryCsr { offsets, targets, weights })
+    }
+}
+
+/// Decodes little-endian targets of `width` bytes (4 or 8), appending to `out`.
+pub fn decode_targets(bytes: &[u8], width: u64, out: &mut Vec<u64>) {
+    if width == 4 {
+        out.extend(u32s_from_le_bytes(bytes).into_iter().map(u64::from));
+    } else {
+        out.extend(u64s_from_le_bytes(bytes));
+    }
+}

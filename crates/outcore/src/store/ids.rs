@@ -1,0 +1,152 @@
+//! The id map: dense internal ids (0..|V|) to the user's original ids and back.
+//!
+//! Original ids are either u64 (possibly sparse) or arbitrary strings. The forward map is an
+//! array indexed by dense id; the reverse lookup is a binary search over `ids/by-original`
+//! (dense ids in ascending original-id order), so no hash map of all ids is ever held in
+//! memory. Outputs iterate `by-original` to print vertices sorted by original id.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use super::files::StoreFile;
+use super::manifest::IdType;
+use super::Store;
+use crate::error::{Error, Result};
+
+pub const ORIGINAL_U64: &str = "ids/original";
+pub const STRING_OFFSETS: &str = "ids/strings.offsets";
+pub const STRING_DATA: &str = "ids/strings.data";
+pub const BY_ORIGINAL: &str = "ids/by-original";
+
+/// An original vertex id as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OriginalId {
+    U64(u64),
+    Str(String),
+}
+
+impl fmt::Display for OriginalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OriginalId::U64(v) => write!(f, "{v}"),
+            OriginalId::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+impl OriginalId {
+    /// Parses a user-given id for a store of the given id type.
+    pub fn parse(text: &str, id_type: IdType) -> Result<OriginalId> {
+        match id_type {
+            IdType::U64 => text
+                .trim()
+                .parse::<u64>()
+                .map(OriginalId::U64)
+                .map_err(|_| Error::invalid(format!("vertex id '{text}' is not an unsigned 64-bit integer"))),
+            IdType::String => Ok(OriginalId::Str(text.to_string())),
+        }
+    }
+}
+
+/// Read access to a store's id map.
+pub struct IdMap {
+    id_type: IdType,
+    vertices: u64,
+    original: Option<StoreFile>,
+    string_offsets: Option<StoreFile>,
+    string_data: Option<StoreFile>,
+    by_original: StoreFile,
+}
+
+impl IdMap {
+    pub fn open(store: &Store) -> Result<IdMap> {
+        let id_type = store.manifest().id_type;
+        let (original, string_offsets, string_data) = match id_type {
+            IdType::U64 => (Some(store.file(ORIGINAL_U64)?), None, None),
+            IdType::String => (None, Some(store.file(STRING_OFFSETS)?), Some(store.file(STRING_DATA)?)),
+        };
+        Ok(IdMap { id_type, vertices: store.num_vertices(), original, string_offsets, string_data, by_original: store.file(BY_ORIGINAL)? })
+    }
+
+    pub fn id_type(&self) -> IdType {
+        self.id_type
+    }
+
+    pub fn len(&self) -> u64 {
+        self.vertices
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vertices == 0
+    }
+
+    /// The original id of a dense id.
+    pub fn original(&self, dense: u64) -> Result<OriginalId> {
+        if dense >= self.vertices {
+            return Err(Error::invalid(format!("dense id {dense} out of range (|V| = {})", self.vertices)));
+        }
+        match self.id_type {
+            IdType::U64 => Ok(OriginalId::U64(self.original.as_ref().unwrap().read_u64_at(dense)?)),
+            IdType::String => Ok(OriginalId::Str(self.string_at(dense)?)),
+        }
+    }
+
+    fn string_at(&self, dense: u64) -> Result<String> {
+        let offsets = self.string_offsets.as_ref().unwrap();
+        let mut range = [0u64; 2];
+        offsets.read_u64s_at(dense, &mut range)?;
+        let mut bytes = vec![0u8; (range[1] - range[0]) as usize];
+        self.string_data.as_ref().unwrap().read_exact_at(&mut bytes, range[0])?;
+        String::from_utf8(bytes).map_err(|_| Error::store(self.string_data.as_ref().unwrap().path(), "id is not UTF-8"))
+    }
+
+    fn compare_at(&self, position: u64, key: &OriginalId) -> Result<Ordering> {
+        let dense = self.by_original.read_u64_at(position)?;
+        Ok(self.original(dense)?.cmp(key))
+    }
+
+    /// The dense id of an original id, if the graph has that vertex.
+    pub fn dense(&self, key: &OriginalId) -> Result<Option<u64>> {
+        let (mut lo, mut hi) = (0u64, self.vertices);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.compare_at(mid, key)? {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(Some(self.by_original.read_u64_at(mid)?)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Like [`dense`](Self::dense) from user text, with a clear error when absent.
+    pub fn resolve(&self, text: &str) -> Result<u64> {
+        let key = OriginalId::parse(text, self.id_type)?;
+        self.dense(&key)?.ok_or_else(|| Error::invalid(format!("vertex '{text}' is not in the graph")))
+    }
+
+    /// Visits every vertex in ascending original-id order as `(dense, original)`, reading the
+    /// id files in large sequential chunks.
+    pub fn for_each_by_original(&self, mut visit: impl FnMut(u64, &OriginalId) -> Result<()>) -> Result<()> {
+        const CHUNK: u64 = 1 << 16;
+        let mut dense = vec![0u64; CHUNK as usize];
+        let mut start = 0;
+        while start < self.vertices {
+            let n = CHUNK.min(self.vertices - start) as usize;
+            self.by_original.read_u64s_at(start, &mut dense[..n])?;
+            for &d in &dense[..n] {
+                visit(d, &self.original(d)?)?;
+            }
+            start += n as u64;
+        }
+        Ok(())
+    }
+
+    /// All original u64 ids in dense order (u64 stores only; for small graphs and tests).
+    pub fn all_u64(&self) -> Result<Vec<u64>> {
+        let file = self.original.as_ref().ok_or_else(|| Error::invalid("this store has string ids"))?;
+        let mut out = vec![0u64; self.vertices as usize];
+        file.read_u64s_at(0, &mut out)?;
+        Ok(out)
+    }
+}
