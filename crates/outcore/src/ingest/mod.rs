@@ -73,7 +73,7 @@ pub struct ImportOptions {
     /// Read a weight column. `None`: weighted if the input declares weights (Graphalytics,
     /// Matrix Market real/integer), else unweighted.
     pub weighted: Option<bool>,
-    /// Keep one arc per (source, target) pair (the first weight seen... the smallest weight).
+    /// Keep one arc per (source, target) pair: the one with the smallest weight.
     pub dedup: bool,
     pub drop_self_loops: bool,
     pub ids: IdType,
