@@ -1,1 +1,60 @@
-fn main(){}
+//! `outcore`: the command-line front end. The only crate that knows clap and indicatif.
+
+mod commands;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use outcore::runtime::CancelToken;
+
+#[derive(Parser)]
+#[command(name = "outcore", version, about = "Graph analytics for graphs larger than memory")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import edge lists into a store (bounded memory, external sorting).
+    Import(commands::import::ImportArgs),
+    /// Describe a store: sizes, degrees, layouts.
+    Info(commands::info::InfoArgs),
+}
+
+/// Exit codes in the spirit of sysexits.h, so scripts can tell failures apart.
+fn exit_code(error: &anyhow::Error) -> i32 {
+    match error.downcast_ref::<outcore::Error>() {
+        Some(outcore::Error::InvalidArgument(_)) => 64,
+        Some(outcore::Error::Input { .. }) => 65,
+        Some(outcore::Error::Store { .. }) => 66,
+        Some(outcore::Error::Io { .. }) => 74,
+        Some(outcore::Error::MemoryBudget(_)) => 75,
+        Some(outcore::Error::Interrupted) => 130,
+        None => 1,
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let cancel = CancelToken::new();
+    {
+        // First Ctrl-C: ask the running operation to stop at a safe point (it cleans up its
+        // temporary files); second Ctrl-C: leave at once.
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || {
+            if cancel.is_cancelled() {
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupting: stopping at the next safe point (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        });
+    }
+    let result = match cli.command {
+        Command::Import(args) => commands::import::run(args, &cancel),
+        Command::Info(args) => commands::info::run(args),
+    };
+    if let Err(error) = result {
+        eprintln!("error: {error:#}");
+        std::process::exit(exit_code(&error));
+    }
+}
