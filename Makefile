@@ -1,0 +1,37 @@
+# outcore — the two commands of the README:
+#   make demo   build (release), generate an RMAT graph, import it, run BFS, PageRank and WCC
+#   make test   install what the tests need, build, run every test suite
+#
+# Variables: DEMO_DIR (where the demo writes, default demo-data), SCALE (RMAT scale, default 20),
+# MEMORY (budget of the demo's import and runs, default 1GiB).
+
+CARGO    ?= cargo
+DEMO_DIR ?= demo-data
+SCALE    ?= 20
+MEMORY   ?= 1GiB
+
+.PHONY: all build demo test test-rust deps check-features clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --locked
+
+demo: build
+	@scripts/demo.sh "$(DEMO_DIR)" "$(SCALE)" "$(MEMORY)"
+
+test: deps test-rust check-features
+
+test-rust:
+	$(CARGO) test --workspace --locked
+
+# Every feature combination of the library builds (features are few: see ARCHITECTURE.md).
+check-features:
+	@scripts/check-features.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf "$(DEMO_DIR)"

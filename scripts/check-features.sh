@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds the library under every combination of its cargo features (there are few).
+set -euo pipefail
+features=$(cargo metadata --no-deps --format-version 1 --locked \
+    | python3 -c 'import json,sys; m=json.load(sys.stdin); p=[p for p in m["packages"] if p["name"]=="outcore"][0]; print(" ".join(f for f in p["features"] if f!="default"))')
+combos=("")
+for f in $features; do
+    for c in "${combos[@]}"; do combos+=("${c:+$c,}$f"); done
+done
+for c in "${combos[@]}"; do
+    echo "check-features: outcore with features [${c}]"
+    cargo check -p outcore --locked --no-default-features ${c:+--features "$c"} --quiet
+done
+echo "check-features: ${#combos[@]} combinations build"

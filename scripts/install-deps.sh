@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing outcore needs, when it is missing.
+# As root on Debian/Ubuntu it installs system packages with apt; otherwise it says exactly
+# what to install. Safe to run repeatedly: it does nothing when everything is present.
+set -euo pipefail
+
+missing_packages=()
+need() { # need COMMAND DEBIAN_PACKAGE
+    command -v "$1" >/dev/null 2>&1 || missing_packages+=("$2")
+}
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "error: cargo (Rust) is not installed. Install it with rustup:" >&2
+    echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh" >&2
+    exit 1
+fi
+need cc build-essential
+need make make
+need pkg-config pkg-config
+
+if [ ${#missing_packages[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing system packages: ${missing_packages[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_packages[@]}"
+    else
+        echo "error: missing system packages; install them with:" >&2
+        echo "  sudo apt-get install -y ${missing_packages[*]}" >&2
+        exit 1
+    fi
+fi
