@@ -12,6 +12,7 @@ pub mod generate;
 pub mod ingest;
 pub mod output;
 pub mod program;
+pub mod report;
 pub mod runtime;
 pub mod store;
 pub mod validate;

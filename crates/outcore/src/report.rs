@@ -1,0 +1,124 @@
+//! Human-sized summaries of results: what a user wants to see after a run without opening
+//! the output file (top PageRank vertices, component count and largest size, vertices reached).
+//! The CLI prints them and writes them into `--stats-json` under `"summary"`; the demo's final
+//! table is made from them.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use serde_json::{json, Map, Value};
+
+use crate::algo::{AlgorithmResult, ValueColumn};
+use crate::error::Result;
+use crate::store::IdMap;
+
+/// How many top vertices a float column's summary lists.
+pub const TOP_K: usize = 10;
+
+/// A float value ordered for a min-heap of the top k (NaN sorts lowest).
+#[derive(PartialEq)]
+struct Ranked(f64, u64);
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    // Reversed so that BinaryHeap (a max-heap) pops the smallest value first; ties favour
+    // the smaller dense id staying in the top.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// Summarises every column of a result, in original ids.
+pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Value>> {
+    let mut summary = result.summary.clone();
+    for (name, column) in &result.columns {
+        let value = match column {
+            ValueColumn::Hops(hops) => {
+                let reached: Vec<u64> = hops.iter().copied().filter(|&h| h != u64::MAX).collect();
+                json!({
+                    "vertices": hops.len(),
+                    "reached": reached.len(),
+                    "max_depth": reached.iter().max(),
+                })
+            }
+            ValueColumn::Float(values) => {
+                let mut heap = BinaryHeap::with_capacity(TOP_K + 1);
+                for (v, &x) in values.iter().enumerate() {
+                    heap.push(Ranked(x, v as u64));
+                    if heap.len() > TOP_K {
+                        heap.pop();
+                    }
+                }
+                let mut top: Vec<Ranked> = heap.into_vec();
+                top.sort();
+                let top: Result<Vec<Value>> = top
+                    .iter()
+                    .map(|r| Ok(json!({ "vertex": ids.original(r.1)?.to_string(), "value": r.0 })))
+                    .collect();
+                let finite = values.iter().filter(|x| x.is_finite());
+                json!({
+                    "vertices": values.len(),
+                    "sum": finite.clone().sum::<f64>(),
+                    "infinite": values.iter().filter(|x| x.is_infinite()).count(),
+                    "top": top?,
+                })
+            }
+            ValueColumn::Label(labels) => {
+                let mut sizes: HashMap<u64, u64> = HashMap::new();
+                for &label in labels {
+                    *sizes.entry(label).or_default() += 1;
+                }
+                let largest = sizes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+                json!({
+                    "vertices": labels.len(),
+                    "groups": sizes.len(),
+                    "largest_size": largest.map(|(_, &s)| s).unwrap_or(0),
+                    "largest_label": match largest { Some((&l, _)) => Some(ids.original(l)?.to_string()), None => None },
+                })
+            }
+            ValueColumn::Count(counts) => json!({
+                "vertices": counts.len(),
+                "sum": counts.iter().sum::<u64>(),
+                "max": counts.iter().max(),
+            }),
+        };
+        summary.insert(name.clone(), value);
+    }
+    Ok(summary)
+}
+
+/// One or two lines describing a summary for people.
+pub fn describe(summary: &Map<String, Value>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (name, value) in summary {
+        let get = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
+        if value.get("reached").is_some() {
+            lines.push(format!("{name}: reached {} of {} vertices, max depth {}", get("reached"), get("vertices"), get("max_depth")));
+        } else if let Some(top) = value.get("top").and_then(Value::as_array) {
+            let list: Vec<String> = top
+                .iter()
+                .map(|t| format!("{} ({:.6e})", t["vertex"].as_str().unwrap_or("?"), t["value"].as_f64().unwrap_or(f64::NAN)))
+                .collect();
+            lines.push(format!("{name}: top {}: {}", list.len(), list.join(", ")));
+        } else if value.get("groups").is_some() {
+            lines.push(format!(
+                "{name}: {} groups, the largest has {} vertices (label {})",
+                get("groups"),
+                get("largest_size"),
+                get("largest_label").as_str().unwrap_or("-")
+            ));
+        } else if value.get("sum").is_some() {
+            lines.push(format!("{name}: total {}, max {}", get("sum"), get("max")));
+        } else {
+            lines.push(format!("{name}: {value}"));
+        }
+    }
+    lines
+}
