@@ -26,15 +26,21 @@ pub enum EngineKind {
     Auto,
     /// The reference engine: everything in memory, simple and obviously correct.
     InMemory,
+    /// Semi-external edge-centric streaming with dynamic selective scheduling (Redio).
+    Stream,
+    /// Semi-external vertex-centric with page cache, BASC static cache and Norder.
+    Cache,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
             "auto" => Ok(EngineKind::Auto),
             "inmem" | "in-memory" => Ok(EngineKind::InMemory),
+            "stream" => Ok(EngineKind::Stream),
+            "cache" => Ok(EngineKind::Cache),
             other => Err(Error::invalid(format!(
                 "unknown engine '{other}' (available: {})",
                 Self::NAMES.join(", ")
@@ -46,6 +52,8 @@ impl EngineKind {
         match self {
             EngineKind::Auto => "auto",
             EngineKind::InMemory => "inmem",
+            EngineKind::Stream => "stream",
+            EngineKind::Cache => "cache",
         }
     }
 }
@@ -189,6 +197,7 @@ impl Runner {
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
         match self.engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
+            other => Err(not_available(other, "vertex programs")),
         }
     }
 
@@ -196,6 +205,7 @@ impl Runner {
     pub fn run_pregel<P: PregelProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
         match self.engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
+            other => Err(not_available(other, "Pregel programs")),
         }
     }
 
@@ -228,6 +238,10 @@ impl Runner {
         stats.peak_rss_bytes = peak_rss_bytes();
         stats
     }
+}
+
+fn not_available(engine: EngineKind, what: &str) -> Error {
+    Error::invalid(format!("the {} engine does not run {what}; use --engine inmem", engine.name()))
 }
 
 /// Resolves `auto` and explains the choice.
