@@ -6,6 +6,7 @@
 //! [`Runner::record_iteration`].
 
 pub mod inmem;
+pub mod stream;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -63,11 +64,17 @@ impl EngineKind {
 pub struct RunOptions {
     pub engine: EngineKind,
     pub memory: MemoryBudget,
+    /// Options of the stream engine (schedule, gap threshold, I/O mode).
+    pub stream: stream::StreamOptions,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { engine: EngineKind::Auto, memory: MemoryBudget::default_for_machine() }
+        RunOptions {
+            engine: EngineKind::Auto,
+            memory: MemoryBudget::default_for_machine(),
+            stream: stream::StreamOptions::default(),
+        }
     }
 }
 
@@ -197,6 +204,7 @@ impl Runner {
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
         match self.engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
+            EngineKind::Stream => stream::run_vertex_program(self, program),
             other => Err(not_available(other, "vertex programs")),
         }
     }

@@ -1,0 +1,724 @@
+//! The stream engine (`--engine stream`): semi-external, edge-centric streaming with Redio's
+//! dynamic selective scheduling (paper: `redio-selective-scheduling-tc19.md`, §3–4).
+//!
+//! **What lives where.** Every vertex attribute is in memory, one array per attribute (§3.1:
+//! vertices are accessed far more often than edges, and for the graphs we target they fit):
+//! the program's values, the per-target accumulators, two [`IndexedBitmap`] frontiers, and the
+//! `offsets` array of each adjacency layout read (8 bytes per vertex, counted as vertex
+//! state). Edges stay on disk in the compact `csr-out` layout (plus `csr-in` when a program
+//! sends along both directions of a directed store, and the weight files only when the
+//! program reads weights). They are never mapped or loaded whole: a [`ChunkReader`] thread
+//! streams them through a fixed pool of large aligned buffers sized from `--memory`. When the
+//! vertex state alone exceeds the budget, the run fails before starting with
+//! [`Error::MemoryBudget`] naming the memory needed and the fully external engine.
+//!
+//! **An iteration** (§4, Fig. 4) is scatter + apply:
+//! 1. *schedule*: from the active vertices the [`schedule`] module derives the edge ranges to
+//!    read — merged active chunks (gap threshold `l`, see [`calibrate`]), everything
+//!    ([`Schedule::Full`]) or fixed blocks ([`Schedule::Block`]) — lazily, in file order,
+//!    on the reader thread; a selective iteration whose active edges cover most of the file
+//!    streams it whole;
+//! 2. *scatter*: each filled buffer is split into equal slices of edges, one per accumulator;
+//!    slice `k` always goes to accumulator `k` (whichever rayon thread runs it), which owns a
+//!    full array of messages and a bitmap of the targets it touched. No locks or atomics in
+//!    the hot loop, and a fixed fold order, so results do not depend on thread timing;
+//! 3. *apply*: in parallel over blocks of vertices, the accumulators are folded with `combine`
+//!    (visiting only targets they touched, through their bitmaps' index), `apply` runs on
+//!    every vertex that received a message (every vertex for `applies_to_all` programs), and
+//!    the vertices it reports changed form the next frontier, built block by block.
+//!
+//! I/O overlaps compute: the reader fills buffers ahead of the scatter through a bounded
+//! queue. Reads are buffered when an iteration's data fits the page cache estimate and
+//! `O_DIRECT` otherwise (`--io auto`, §4 "Vertex Data Buffering"), or as forced.
+//!
+//! Semantics follow the reference engine exactly (see `engine/inmem.rs`): `global_sum` is
+//! taken before each scatter, messages along in-arcs of a directed store for
+//! [`EdgeDirection::Both`] carry the source's out-degree, and the run ends when no vertex is
+//! active, after `max_iterations`, or when `end_iteration` says so.
+
+pub mod bitmap;
+pub mod calibrate;
+pub mod reader;
+pub mod schedule;
+
+use std::time::Instant;
+
+use crossbeam_channel::bounded;
+use rayon::prelude::*;
+
+pub use bitmap::IndexedBitmap;
+pub use reader::{ChunkReader, EdgeBuffer, LayoutFiles};
+pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, SelectiveScheduler};
+
+use super::{IterationStats, Runner};
+use crate::error::{Error, Result};
+use crate::program::{Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
+use crate::runtime::{format_size, ProgressUnit};
+use crate::store::csr::target_bytes_for;
+use crate::store::{Direction, Store};
+use reader::EdgeFile;
+
+/// How edges are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// O_DIRECT when an iteration's data will not fit in the page cache, buffered otherwise.
+    #[default]
+    Auto,
+    Direct,
+    Buffered,
+}
+
+impl IoMode {
+    pub const NAMES: &'static [&'static str] = &["auto", "direct", "buffered"];
+
+    pub fn parse(name: &str) -> Result<IoMode> {
+        match name {
+            "auto" => Ok(IoMode::Auto),
+            "direct" => Ok(IoMode::Direct),
+            "buffered" => Ok(IoMode::Buffered),
+            other => Err(Error::invalid(format!("unknown I/O mode '{other}' (available: {})", Self::NAMES.join(", ")))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMode::Auto => "auto",
+            IoMode::Direct => "direct",
+            IoMode::Buffered => "buffered",
+        }
+    }
+}
+
+/// Options of the stream engine (`RunOptions::stream`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamOptions {
+    /// Which edges an iteration reads (default: selective).
+    pub schedule: Schedule,
+    /// The gap threshold `l` in bytes (`--gap-threshold`); None: the device's calibration, or
+    /// [`calibrate::DEFAULT_GAP_THRESHOLD`].
+    pub gap_threshold: Option<u64>,
+    pub io: IoMode,
+    /// Block size of [`Schedule::Block`], in bytes of the targets file (default 1 MiB).
+    pub block_bytes: u64,
+    /// A selective iteration whose active edges are at least this share of the file streams
+    /// the whole file (default 0.9).
+    pub dense_fraction: f64,
+    /// Partition size `p` of the indexed bitmaps, in bits (default 512).
+    pub partition_bits: usize,
+    /// Buffers in the reader's pool (default 4: one being filled, one being scattered, two
+    /// queued).
+    pub buffers: usize,
+    /// Upper bound of one buffer (default 16 MiB); smaller when the budget is tight.
+    pub max_buffer_bytes: u64,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            schedule: Schedule::Selective,
+            gap_threshold: None,
+            io: IoMode::Auto,
+            block_bytes: 1 << 20,
+            dense_fraction: 0.9,
+            partition_bits: bitmap::DEFAULT_PARTITION_BITS,
+            buffers: 4,
+            max_buffer_bytes: 16 << 20,
+        }
+    }
+}
+
+/// The smallest read buffer the engine runs with.
+pub const MIN_BUFFER_BYTES: u64 = 64 << 10;
+
+/// How the budget is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryPlan {
+    pub values: u64,
+    pub offsets: u64,
+    /// The two frontiers.
+    pub frontiers: u64,
+    /// One accumulator: a message per vertex plus its bitmap of touched targets.
+    pub accumulator: u64,
+    pub accumulators: usize,
+    pub buffer_bytes: u64,
+    pub buffers: usize,
+}
+
+impl MemoryPlan {
+    /// Vertex state with one accumulator: what must fit before anything is read.
+    pub fn vertex_state(&self) -> u64 {
+        self.values + self.offsets + self.frontiers + self.accumulator
+    }
+
+    /// Everything the engine allocates.
+    pub fn total(&self) -> u64 {
+        self.values + self.offsets + self.frontiers + self.accumulator * self.accumulators as u64 + self.buffer_bytes * self.buffers as u64
+    }
+
+    /// Sizes state, accumulators (up to `threads`) and buffers within `budget`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        vertices: u64,
+        layouts: u64,
+        value_bytes: u64,
+        msg_bytes: u64,
+        budget: u64,
+        threads: usize,
+        options: &StreamOptions,
+    ) -> Result<MemoryPlan> {
+        let bitmap = IndexedBitmap::bytes_for(vertices as usize, options.partition_bits);
+        let mut plan = MemoryPlan {
+            values: vertices * value_bytes,
+            offsets: layouts * (vertices + 1) * 8,
+            frontiers: 2 * bitmap,
+            accumulator: vertices * msg_bytes + bitmap,
+            accumulators: 1,
+            buffer_bytes: 0,
+            buffers: options.buffers.max(2),
+        };
+        let min_buffers = plan.buffers as u64 * MIN_BUFFER_BYTES;
+        let needed = plan.vertex_state() + min_buffers;
+        if needed > budget {
+            return Err(Error::MemoryBudget(format!(
+                "the stream engine keeps all vertex state in memory: {} for {vertices} vertices (values {}, \
+                 accumulator {}, offsets {}, frontier bitmaps {}) plus at least {} of read buffers, but the budget \
+                 is {}; raise --memory to at least {}, or use the fully external engine (--engine shards), which \
+                 keeps only one interval of vertices in memory",
+                format_size(plan.vertex_state()),
+                format_size(plan.values),
+                format_size(plan.accumulator),
+                format_size(plan.offsets),
+                format_size(plan.frontiers),
+                format_size(min_buffers),
+                format_size(budget),
+                format_size(needed),
+            )));
+        }
+        // More accumulators let scatter run on more threads; each must leave the minimum
+        // buffers in place.
+        while plan.accumulators < threads.max(1) && plan.vertex_state() + plan.accumulator * plan.accumulators as u64 + min_buffers <= budget {
+            plan.accumulators += 1;
+        }
+        let state = plan.values + plan.offsets + plan.frontiers + plan.accumulator * plan.accumulators as u64;
+        let per_buffer = (budget - state) / plan.buffers as u64;
+        plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / reader::DIRECT_ALIGN * reader::DIRECT_ALIGN;
+        Ok(plan)
+    }
+}
+
+/// One accumulator: a message per vertex (identity where untouched) and the touched targets.
+struct Accumulator<M> {
+    msgs: Vec<M>,
+    received: IndexedBitmap,
+    /// Edges scattered into this accumulator in the current iteration.
+    edges: u64,
+    /// A target id out of range met while scattering (a damaged store).
+    bad_target: Option<u64>,
+}
+
+/// An adjacency layout as the engine reads it: offsets in memory, edge files on disk.
+struct StreamLayout {
+    name: &'static str,
+    offsets: Vec<u64>,
+}
+
+fn open_layout(store: &Store, direction: Direction, weights: bool, want_direct: bool) -> Result<(StreamLayout, LayoutFiles)> {
+    let csr = store.csr(direction)?;
+    let mut offsets = vec![0u64; csr.vertices as usize + 1];
+    csr.read_offsets(0, &mut offsets)?;
+    if offsets.windows(2).any(|w| w[0] > w[1]) || offsets.last() != Some(&csr.arcs) {
+        return Err(Error::store(csr.offsets.path(), "offsets are not monotone or do not end at the arc count"));
+    }
+    let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct)?;
+    let weights = match (&csr.weights, weights) {
+        (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct)?),
+        _ => None,
+    };
+    Ok((StreamLayout { name: csr.name, offsets }, LayoutFiles { targets, weights }))
+}
+
+/// Runs a vertex program on the stream engine; values in dense-id order.
+pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
+    let options = runner.options().stream.clone();
+    let store = runner.store();
+    let info = runner.graph_info();
+    let n = info.num_vertices as usize;
+    let both = program.direction() == EdgeDirection::Both && store.is_directed();
+    let use_weights = program.uses_weights() && store.is_weighted();
+    let layout_count = 1 + both as u64;
+    let plan = MemoryPlan::new(
+        info.num_vertices,
+        layout_count,
+        std::mem::size_of::<P::Value>() as u64,
+        std::mem::size_of::<P::Msg>() as u64,
+        runner.options().memory.bytes(),
+        rayon::current_num_threads(),
+        &options,
+    )?;
+    let want_direct = options.io != IoMode::Buffered;
+    let mut layouts = Vec::new();
+    let mut files = Vec::new();
+    for direction in [Direction::Out, Direction::In].into_iter().take(layout_count as usize) {
+        let (layout, f) = open_layout(store, direction, use_weights, want_direct)?;
+        layouts.push(layout);
+        files.push(f);
+    }
+    let direct_supported = files.iter().all(LayoutFiles::supports_direct);
+    if options.io == IoMode::Direct && !direct_supported {
+        runner.progress().note("stream: the file system refused O_DIRECT; reading through the page cache");
+    }
+    let gap = calibrate::resolve_gap_threshold(options.gap_threshold, store.dir());
+    let target_width = target_bytes_for(info.num_vertices);
+    let total_bytes: u64 = files.iter().map(LayoutFiles::bytes).sum();
+
+    let mut values: Vec<P::Value> = (0..info.num_vertices).into_par_iter().map(|v| program.init(v, &info)).collect();
+    let mut frontier = IndexedBitmap::new(n, options.partition_bits);
+    let mut next = IndexedBitmap::new(n, options.partition_bits);
+    let offsets: Vec<&[u64]> = layouts.iter().map(|l| l.offsets.as_slice()).collect();
+    let (mut active_vertices, mut active_edges) = fill_frontier(&mut frontier, &offsets, |v| program.initially_active(v, &info));
+    let mut accumulators: Vec<Accumulator<P::Msg>> = (0..plan.accumulators)
+        .map(|_| Accumulator {
+            msgs: vec![program.identity(); n],
+            received: IndexedBitmap::new(n, options.partition_bits),
+            edges: 0,
+            bad_target: None,
+        })
+        .collect();
+    let mut pool: Vec<EdgeBuffer> =
+        (0..plan.buffers).map(|_| EdgeBuffer::new(plan.buffer_bytes as usize, target_width, use_weights)).collect();
+    let page_cache = page_cache_estimate(runner.options().memory.bytes());
+    runner.record_extra(
+        "stream",
+        serde_json::json!({
+            "schedule": options.schedule.name(),
+            "io": options.io.name(),
+            "direct_io_supported": direct_supported,
+            "gap_threshold_bytes": gap.bytes,
+            "gap_threshold_source": gap.source,
+            "layouts": layouts.iter().map(|l| l.name).collect::<Vec<_>>(),
+            "edge_file_bytes": total_bytes,
+            "vertex_state_bytes": plan.vertex_state(),
+            "accumulators": plan.accumulators,
+            "buffers": plan.buffers,
+            "buffer_bytes": plan.buffer_bytes,
+            "planned_bytes": plan.total(),
+            "page_cache_estimate_bytes": page_cache,
+        }),
+    );
+
+    let out_offsets = layouts[0].offsets.as_slice();
+    let bar = runner.progress().start("iterations (stream)", program.max_iterations().map(|m| m as u64), ProgressUnit::Iterations);
+    let mut iteration = 0usize;
+    loop {
+        runner.cancel_token().check()?;
+        if active_vertices == 0 || program.max_iterations().is_some_and(|max| iteration >= max) {
+            break;
+        }
+        let started = Instant::now();
+        let io_before = runner.io_snapshot();
+        let global_sum = global_sum(program, &values, out_offsets);
+
+        // 1. Schedule.
+        let active_bytes: u64 = files.iter().zip(&active_edges).map(|(f, &e)| e * f.edge_bytes()).sum();
+        let dense = match options.schedule {
+            Schedule::Full => true,
+            Schedule::Selective => active_bytes as f64 >= options.dense_fraction * total_bytes as f64,
+            Schedule::Block => false,
+        };
+        let expected_bytes = if dense { total_bytes } else { active_bytes };
+        let direct = direct_supported
+            && match options.io {
+                IoMode::Buffered => false,
+                IoMode::Direct => true,
+                IoMode::Auto => expected_bytes > page_cache,
+            };
+        let plans: Vec<(usize, ChunkPlan<'_>)> = layouts
+            .iter()
+            .zip(&files)
+            .enumerate()
+            .map(|(i, (layout, f))| {
+                let total_edges = *layout.offsets.last().unwrap();
+                let plan = if dense {
+                    ChunkPlan::whole(total_edges)
+                } else if options.schedule == Schedule::Block {
+                    ChunkPlan::Block(BlockScheduler::new(&layout.offsets, &frontier, (options.block_bytes / f.targets.width).max(1)))
+                } else {
+                    let rule = GapRule::new(gap.bytes, f.edge_bytes(), f.files());
+                    ChunkPlan::Selective(SelectiveScheduler::new(&layout.offsets, &frontier, rule))
+                };
+                (i, plan)
+            })
+            .collect();
+
+        // 2. Scatter, with the reader thread ahead of the compute.
+        let reader = ChunkReader { layouts: &files, direct, counters: store.counters(), cancel: runner.cancel_token() };
+        let (free_tx, free_rx) = bounded::<EdgeBuffer>(pool.len());
+        let (full_tx, full_rx) = bounded::<Result<EdgeBuffer>>(pool.len());
+        for b in pool.drain(..) {
+            free_tx.send(b).expect("the pool channel has room for every buffer");
+        }
+        let mut io_wait = 0.0f64;
+        let mut scatter_seconds = 0.0f64;
+        let scatter = Scatter { program, frontier: &frontier, values: &values, offsets: &offsets, out_offsets, wide: target_width == 8, n: n as u64 };
+        let (reader_stats, returned, scatter_result) = std::thread::scope(|s| {
+            let handle = s.spawn(move || {
+                let (stats, leftover) = reader.run(plans, &free_rx, &full_tx);
+                drop(full_tx);
+                (stats, leftover, free_rx)
+            });
+            let result = (|| -> Result<()> {
+                loop {
+                    let waiting = Instant::now();
+                    let Ok(buffer) = full_rx.recv() else { return Ok(()) };
+                    io_wait += waiting.elapsed().as_secs_f64();
+                    let buffer = buffer?;
+                    let computing = Instant::now();
+                    scatter.buffer(&buffer, &mut accumulators);
+                    scatter_seconds += computing.elapsed().as_secs_f64();
+                    let _ = free_tx.send(buffer);
+                }
+            })();
+            // On failure the reader may wait for a buffer or for room in the queue: hang up
+            // both channels so that it stops.
+            drop(full_rx);
+            drop(free_tx);
+            let (stats, leftover, free_rx) = handle.join().expect("the reader thread panicked");
+            let buffers: Vec<EdgeBuffer> = free_rx.try_iter().chain(leftover).collect();
+            (stats, buffers, result)
+        });
+        scatter_result?;
+        pool = returned;
+        if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
+            return Err(Error::store(store.dir(), format!("an edge points to vertex {target}, beyond the {n} vertices: the adjacency files are damaged")));
+        }
+        let edges_processed: u64 = accumulators.iter_mut().map(|a| std::mem::take(&mut a.edges)).sum();
+
+        // 3. Apply, building the next frontier.
+        let applying = Instant::now();
+        let ctx = IterationContext { iteration, graph: info, global_sum };
+        next.clear();
+        let (next_vertices, next_edges) = apply(program, &ctx, &mut values, &mut accumulators, &mut next, &offsets);
+        std::mem::swap(&mut frontier, &mut next);
+        let apply_seconds = applying.elapsed().as_secs_f64();
+
+        let io = runner.io_snapshot().since(&io_before);
+        let mut extra = serde_json::Map::new();
+        extra.insert("active_edges".into(), active_edges.iter().sum::<u64>().into());
+        extra.insert("chunks_read".into(), reader_stats.chunks.into());
+        extra.insert("read_requests".into(), reader_stats.requests.into());
+        extra.insert("buffer_fills".into(), reader_stats.buffers_filled.into());
+        extra.insert("bytes_skipped".into(), total_bytes.saturating_sub(reader_stats.bytes_read).into());
+        extra.insert("io_wait_seconds".into(), io_wait.into());
+        extra.insert("compute_seconds".into(), (scatter_seconds + apply_seconds).into());
+        extra.insert("io_mode".into(), (if direct { "direct" } else { "buffered" }).into());
+        extra.insert("dense".into(), dense.into());
+        runner.record_iteration(IterationStats {
+            iteration,
+            active_vertices,
+            edges_processed,
+            bytes_read: io.bytes_read,
+            bytes_written: io.bytes_written,
+            seconds: started.elapsed().as_secs_f64(),
+            extra,
+        });
+        bar.set_message(&format!(
+            "iteration {iteration}: {active_vertices} active, {} read in {} chunks ({}), io wait {:.2}s, compute {:.2}s",
+            format_size(io.bytes_read),
+            reader_stats.chunks,
+            if direct { "direct" } else { "buffered" },
+            io_wait,
+            scatter_seconds + apply_seconds
+        ));
+        bar.inc(1);
+        active_vertices = next_vertices;
+        active_edges = next_edges;
+        iteration += 1;
+        if program.end_iteration(iteration - 1, active_vertices) == Control::Stop {
+            break;
+        }
+    }
+    bar.finish();
+    Ok(values)
+}
+
+/// Sets the initially active vertices; returns their count and their edges per layout.
+fn fill_frontier(frontier: &mut IndexedBitmap, offsets: &[&[u64]], active: impl Fn(u64) -> bool + Sync) -> (u64, Vec<u64>) {
+    let (count, edges) = frontier
+        .par_blocks_mut()
+        .map(|mut block| {
+            let mut count = 0u64;
+            let mut edges = [0u64; 2];
+            for local in 0..block.len() {
+                let v = block.first() + local;
+                if active(v as u64) {
+                    block.set(local);
+                    count += 1;
+                    for (e, o) in edges.iter_mut().zip(offsets) {
+                        *e += o[v + 1] - o[v];
+                    }
+                }
+            }
+            (count, edges)
+        })
+        .reduce(|| (0, [0; 2]), add_activity);
+    (count, edges[..offsets.len()].to_vec())
+}
+
+fn add_activity(a: (u64, [u64; 2]), b: (u64, [u64; 2])) -> (u64, [u64; 2]) {
+    (a.0 + b.0, [a.1[0] + b.1[0], a.1[1] + b.1[1]])
+}
+
+/// Σ_v global_contribution(v) in a fixed order of fixed-size pieces (deterministic).
+fn global_sum<P: VertexProgram>(program: &P, values: &[P::Value], out_offsets: &[u64]) -> f64 {
+    const PIECE: usize = 1 << 16;
+    let partial: Vec<f64> = values
+        .par_chunks(PIECE)
+        .enumerate()
+        .map(|(c, vals)| {
+            let first = c * PIECE;
+            vals.iter()
+                .enumerate()
+                .map(|(i, value)| {
+                    let v = first + i;
+                    program.global_contribution(v as u64, value, out_offsets[v + 1] - out_offsets[v])
+                })
+                .sum::<f64>()
+        })
+        .collect();
+    partial.iter().sum()
+}
+
+/// What the scatter of one buffer needs to see.
+struct Scatter<'a, P: VertexProgram> {
+    program: &'a P,
+    frontier: &'a IndexedBitmap,
+    values: &'a [P::Value],
+    /// Offsets per layout (csr-out first).
+    offsets: &'a [&'a [u64]],
+    out_offsets: &'a [u64],
+    /// Targets are u64 (|V| >= 2^32) rather than u32.
+    wide: bool,
+    n: u64,
+}
+
+impl<P: VertexProgram> Scatter<'_, P> {
+    /// Scatters every active edge of `buffer`: the buffer's edges are cut into one equal
+    /// slice per accumulator, and slice `k` always goes to accumulator `k`.
+    fn buffer(&self, buffer: &EdgeBuffer, accumulators: &mut [Accumulator<P::Msg>]) {
+        let total = buffer.edges();
+        let parts = accumulators.len() as u64;
+        let mut work: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); accumulators.len()];
+        let mut start = 0u64; // position of the current piece in the buffer's edge sequence
+        for (pi, piece) in buffer.pieces.iter().enumerate() {
+            let end = start + piece.edges();
+            for (k, items) in work.iter_mut().enumerate() {
+                let (lo, hi) = (total * k as u64 / parts, total * (k as u64 + 1) / parts);
+                let (a, b) = (lo.max(start), hi.min(end));
+                if a < b {
+                    items.push((pi, piece.first_edge + (a - start), piece.first_edge + (b - start)));
+                }
+            }
+            start = end;
+        }
+        let run = |acc: &mut Accumulator<P::Msg>, items: &[(usize, u64, u64)]| {
+            for &(pi, first, end) in items {
+                if self.wide {
+                    self.range::<true>(buffer, pi, first, end, acc);
+                } else {
+                    self.range::<false>(buffer, pi, first, end, acc);
+                }
+            }
+        };
+        if accumulators.len() == 1 {
+            run(&mut accumulators[0], &work[0]);
+        } else {
+            accumulators.par_iter_mut().zip(work.par_iter()).for_each(|(acc, items)| run(acc, items));
+        }
+    }
+
+    /// Scatters edges `[first, end)` of piece `pi`, skipping inactive sources.
+    fn range<const WIDE: bool>(&self, buffer: &EdgeBuffer, pi: usize, first: u64, end: u64, acc: &mut Accumulator<P::Msg>) {
+        let piece = &buffer.pieces[pi];
+        let offsets = self.offsets[piece.layout];
+        let width = if WIDE { 8 } else { 4 };
+        let targets = &buffer.targets[..];
+        let weights = buffer.weights.as_deref();
+        // The source whose range holds `first`.
+        let mut v = offsets.partition_point(|&o| o <= first) - 1;
+        let mut e = first;
+        loop {
+            if !self.frontier.get(v) {
+                match self.frontier.next_one(v + 1) {
+                    Some(active) if offsets[active] < end => {
+                        v = active;
+                        e = offsets[active];
+                    }
+                    _ => return,
+                }
+            }
+            let vend = offsets[v + 1].min(end);
+            if e < vend {
+                let value = &self.values[v];
+                let source_out_degree = self.out_offsets[v + 1] - self.out_offsets[v];
+                for edge in e..vend {
+                    let rel = (edge - piece.first_edge) as usize;
+                    let at = piece.target_pos + rel * width;
+                    let target = if WIDE {
+                        u64::from_le_bytes(targets[at..at + 8].try_into().unwrap())
+                    } else {
+                        u32::from_le_bytes(targets[at..at + 4].try_into().unwrap()) as u64
+                    };
+                    let weight = match weights {
+                        Some(w) => {
+                            let at = piece.weight_pos + rel * 8;
+                            f64::from_le_bytes(w[at..at + 8].try_into().unwrap())
+                        }
+                        None => 1.0,
+                    };
+                    if target >= self.n {
+                        acc.bad_target = Some(target);
+                        continue;
+                    }
+                    let edge_ref = EdgeRef { source: v as u64, target, weight, source_out_degree };
+                    if let Some(msg) = self.program.scatter(value, edge_ref) {
+                        let slot = &mut acc.msgs[target as usize];
+                        *slot = self.program.combine(*slot, msg);
+                        acc.received.set(target as usize);
+                    }
+                }
+                acc.edges += vend - e;
+            }
+            e = vend;
+            if e >= end {
+                return;
+            }
+            v += 1;
+        }
+    }
+}
+
+/// Folds the accumulators into the first, applies, and builds the next frontier; returns the
+/// next iteration's active vertices and their edges per layout.
+fn apply<P: VertexProgram>(
+    program: &P,
+    ctx: &IterationContext,
+    values: &mut [P::Value],
+    accumulators: &mut [Accumulator<P::Msg>],
+    next: &mut IndexedBitmap,
+    offsets: &[&[u64]],
+) -> (u64, Vec<u64>) {
+    let block = next.block_bits();
+    let identity = program.identity();
+    let (head, rest) = accumulators.split_at_mut(1);
+    let first = &mut head[0];
+    for other in rest {
+        first
+            .msgs
+            .par_chunks_mut(block)
+            .zip(first.received.par_blocks_mut())
+            .zip(other.msgs.par_chunks_mut(block).zip(other.received.par_blocks_mut()))
+            .for_each(|((into, mut into_received), (from, mut from_received))| {
+                from_received.for_each_one(|l| {
+                    into[l] = program.combine(into[l], from[l]);
+                    from[l] = identity;
+                    into_received.set(l);
+                });
+                from_received.clear();
+            });
+    }
+    let all = program.applies_to_all();
+    let (count, edges) = values
+        .par_chunks_mut(block)
+        .zip(first.msgs.par_chunks_mut(block))
+        .zip(first.received.par_blocks_mut())
+        .zip(next.par_blocks_mut())
+        .map(|(((vals, msgs), mut received), mut next_block)| {
+            let base = next_block.first();
+            let len = vals.len();
+            let mut count = 0u64;
+            let mut edges = [0u64; 2];
+            let mut visit = |l: usize| {
+                let v = base + l;
+                let msg = std::mem::replace(&mut msgs[l], identity);
+                if program.apply(v as u64, &mut vals[l], msg, ctx) {
+                    next_block.set(l);
+                    count += 1;
+                    for (e, o) in edges.iter_mut().zip(offsets) {
+                        *e += o[v + 1] - o[v];
+                    }
+                }
+            };
+            if all {
+                (0..len).for_each(&mut visit);
+            } else {
+                received.for_each_one(&mut visit);
+            }
+            received.clear();
+            (count, edges)
+        })
+        .reduce(|| (0, [0; 2]), add_activity);
+    (count, edges[..offsets.len()].to_vec())
+}
+
+/// How much edge data the page cache can hold for us: the smaller of the memory the kernel
+/// reports available and, inside a memory cgroup, its limit minus our budget.
+pub fn page_cache_estimate(budget: u64) -> u64 {
+    let available = meminfo_bytes("MemAvailable:").unwrap_or(u64::MAX);
+    let cgroup = cgroup_memory_limit().map_or(u64::MAX, |limit| limit.saturating_sub(budget));
+    available.min(cgroup)
+}
+
+fn meminfo_bytes(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The memory limit of this process's cgroup (v1 `memory.limit_in_bytes` or v2 `memory.max`),
+/// None when unlimited or unknown.
+fn cgroup_memory_limit() -> Option<u64> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut candidates = Vec::new();
+    for line in groups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if controllers.split(',').any(|c| c == "memory") {
+            candidates.push(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"));
+        } else if controllers.is_empty() {
+            candidates.push(format!("/sys/fs/cgroup{path}/memory.max"));
+        }
+    }
+    candidates.push("/sys/fs/cgroup/memory/memory.limit_in_bytes".into());
+    candidates.iter().find_map(|p| {
+        let value: u64 = std::fs::read_to_string(p).ok()?.trim().parse().ok()?;
+        (value < 1 << 60).then_some(value)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_plan_fails_with_the_needed_size_and_the_external_engine() {
+        let options = StreamOptions::default();
+        let err = MemoryPlan::new(10_000_000, 1, 8, 8, 64 << 20, 2, &options).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::MemoryBudget(_)));
+        assert!(text.contains("--engine shards"), "{text}");
+        assert!(text.contains("raise --memory to at least"), "{text}");
+    }
+
+    #[test]
+    fn memory_plan_stays_within_the_budget() {
+        let options = StreamOptions::default();
+        for budget in [2u64 << 20, 4 << 20, 64 << 20, 1 << 30] {
+            let plan = MemoryPlan::new(50_000, 2, 8, 8, budget, 4, &options).unwrap();
+            assert!(plan.total() <= budget, "{plan:?} over {budget}");
+            assert!(plan.buffer_bytes >= MIN_BUFFER_BYTES && plan.buffer_bytes <= options.max_buffer_bytes);
+            assert!(plan.accumulators >= 1 && plan.accumulators <= 4);
+        }
+        assert_eq!(MemoryPlan::new(50_000, 2, 8, 8, 1 << 30, 4, &options).unwrap().accumulators, 4);
+    }
+}

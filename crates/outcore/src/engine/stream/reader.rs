@@ -1,0 +1,484 @@
+//! The reader side of the stream engine: a thread that turns an iteration's chunk plan into
+//! filled, aligned buffers, ahead of the compute threads (paper §4, "Computation", steps 3–4).
+//!
+//! A fixed pool of [`EdgeBuffer`]s circulates between two bounded channels: the reader takes
+//! an empty buffer from the *free* channel, packs the next chunks (or pieces of a chunk larger
+//! than a buffer) into it with positional reads in file order, and sends it on the *full*
+//! channel; the compute side scatters its edges and hands it back. So at most `buffers`
+//! buffers exist, the reader runs at most that far ahead, and memory stays within the budget
+//! whatever the graph size. The edge files are never mapped or loaded whole.
+//!
+//! Two I/O modes, chosen per iteration by the engine (paper §4, "Vertex Data Buffering"):
+//! buffered reads through the page cache when the iteration's active data fits in it, and
+//! `O_DIRECT` reads otherwise, so that a scan that cannot be cached does not evict everything
+//! else. Direct reads need 4 KiB-aligned file offsets, lengths and memory: every piece is read
+//! from the page boundary below its first byte to the one above its last, into a 4 KiB-aligned
+//! place of the buffer, and the piece remembers where its first edge landed. Every byte read
+//! (alignment padding included) is counted in the run's [`IoCounters`].
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::schedule::Chunk;
+use crate::error::{Error, Result};
+use crate::runtime::{CancelToken, IoCounters};
+
+/// Alignment of direct I/O (file offsets, lengths and buffer addresses).
+pub const DIRECT_ALIGN: u64 = 4096;
+
+/// A zeroed heap buffer aligned to [`DIRECT_ALIGN`].
+pub struct AlignedBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer exclusively owns its allocation (like a Vec<u8>); moving it to another
+// thread or sharing `&` references to its bytes is as safe as for a Vec<u8>.
+unsafe impl Send for AlignedBuffer {}
+// SAFETY: see above; `&AlignedBuffer` only gives `&[u8]`.
+unsafe impl Sync for AlignedBuffer {}
+
+impl AlignedBuffer {
+    /// A zeroed buffer of `len` bytes (rounded up to a multiple of the alignment).
+    pub fn new(len: usize) -> AlignedBuffer {
+        let len = (len.max(1) as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        let layout = Layout::from_size_align(len as usize, DIRECT_ALIGN as usize).expect("buffer layout");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuffer { ptr, len: len as usize }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::ops::Deref for AlignedBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `len` initialised (zeroed at allocation) bytes we own.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for Deref, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.len, DIRECT_ALIGN as usize).expect("buffer layout");
+        // SAFETY: allocated in `new` with exactly this layout and not freed before.
+        unsafe { dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+/// One adjacency file opened for buffered reads and, when the file system allows, direct ones.
+#[derive(Debug)]
+pub struct EdgeFile {
+    path: PathBuf,
+    buffered: File,
+    direct: Option<File>,
+    len: u64,
+    /// Bytes per edge in this file (4 or 8 for targets, 8 for weights).
+    pub width: u64,
+}
+
+impl EdgeFile {
+    /// Opens `path`; `want_direct` also opens it with `O_DIRECT` (None when unsupported).
+    pub fn open(path: &Path, width: u64, want_direct: bool) -> Result<EdgeFile> {
+        let buffered = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
+        let len = buffered.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
+        let direct = if want_direct {
+            OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok()
+        } else {
+            None
+        };
+        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width })
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn supports_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Reads `[offset, offset + buf.len())` (stopping early only at the end of the file, and
+    /// needing at least `needed` bytes); returns the bytes read.
+    fn read(&self, direct: bool, buf: &mut [u8], offset: u64, needed: usize) -> Result<usize> {
+        let file = if direct { self.direct.as_ref().unwrap_or(&self.buffered) } else { &self.buffered };
+        let mut got = 0usize;
+        while got < buf.len() {
+            match file.read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Error::store(
+                        &self.path,
+                        format!("read of {} bytes at offset {} failed: {e}", buf.len() - got, offset + got as u64),
+                    ))
+                }
+            }
+        }
+        if got < needed {
+            return Err(Error::store(&self.path, format!("file ends at {} bytes, expected at least {}", offset + got as u64, offset + needed as u64)));
+        }
+        Ok(got)
+    }
+}
+
+/// The files of one adjacency layout that an iteration reads.
+#[derive(Debug)]
+pub struct LayoutFiles {
+    pub targets: EdgeFile,
+    /// Only when the program uses weights.
+    pub weights: Option<EdgeFile>,
+}
+
+impl LayoutFiles {
+    /// Bytes per edge over the files read.
+    pub fn edge_bytes(&self) -> u64 {
+        self.targets.width + self.weights.as_ref().map_or(0, |w| w.width)
+    }
+
+    pub fn files(&self) -> u64 {
+        1 + self.weights.is_some() as u64
+    }
+
+    /// Total bytes of the files read.
+    pub fn bytes(&self) -> u64 {
+        self.targets.len() + self.weights.as_ref().map_or(0, |w| w.len())
+    }
+
+    pub fn supports_direct(&self) -> bool {
+        self.targets.supports_direct() && self.weights.as_ref().is_none_or(|w| w.supports_direct())
+    }
+}
+
+/// A run of consecutive edges of one layout inside an [`EdgeBuffer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Index of the layout in the engine's list (csr-out, then csr-in).
+    pub layout: usize,
+    pub first_edge: u64,
+    pub end_edge: u64,
+    /// Byte position in the targets area of `first_edge`'s target.
+    pub target_pos: usize,
+    /// Byte position in the weights area of `first_edge`'s weight.
+    pub weight_pos: usize,
+}
+
+impl Piece {
+    pub fn edges(&self) -> u64 {
+        self.end_edge - self.first_edge
+    }
+}
+
+/// A buffer of the pool: the targets (and weights) of one or more pieces.
+pub struct EdgeBuffer {
+    pub targets: AlignedBuffer,
+    pub weights: Option<AlignedBuffer>,
+    pub pieces: Vec<Piece>,
+    targets_used: usize,
+    weights_used: usize,
+}
+
+impl EdgeBuffer {
+    /// A buffer of `bytes` in total, split between targets and weights in proportion to their
+    /// widths when weights are read.
+    pub fn new(bytes: usize, target_width: u64, with_weights: bool) -> EdgeBuffer {
+        let align = DIRECT_ALIGN as usize;
+        let (t, w) = if with_weights {
+            let t = bytes * target_width as usize / (target_width as usize + 8);
+            (t / align * align, (bytes - t) / align * align)
+        } else {
+            (bytes / align * align, 0)
+        };
+        EdgeBuffer {
+            targets: AlignedBuffer::new(t.max(align)),
+            weights: with_weights.then(|| AlignedBuffer::new(w.max(align))),
+            pieces: Vec::new(),
+            targets_used: 0,
+            weights_used: 0,
+        }
+    }
+
+    /// Bytes allocated.
+    pub fn capacity(&self) -> usize {
+        self.targets.len() + self.weights.as_ref().map_or(0, |w| w.len())
+    }
+
+    pub fn edges(&self) -> u64 {
+        self.pieces.iter().map(Piece::edges).sum()
+    }
+
+    fn reset(&mut self) {
+        self.pieces.clear();
+        self.targets_used = 0;
+        self.weights_used = 0;
+    }
+}
+
+/// What the reader did in one iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReaderStats {
+    /// Chunks of the plan (merged active ranges, blocks or whole files).
+    pub chunks: u64,
+    /// Positional read calls issued.
+    pub requests: u64,
+    /// Buffers filled and handed to the compute side.
+    pub buffers_filled: u64,
+    pub bytes_read: u64,
+}
+
+/// The reader for one iteration: which layouts, how to read, where to count.
+pub struct ChunkReader<'a> {
+    pub layouts: &'a [LayoutFiles],
+    /// Read with O_DIRECT (where the file was opened so).
+    pub direct: bool,
+    pub counters: &'a IoCounters,
+    pub cancel: &'a CancelToken,
+}
+
+/// The place one file's part of a piece takes in a buffer.
+struct Placement {
+    /// File offset of the read (aligned down for direct I/O).
+    read_start: u64,
+    /// Bytes requested (aligned up for direct I/O).
+    read_len: u64,
+    /// Bytes that must be there (up to the piece's last byte).
+    needed: u64,
+    /// Offset of the piece's first edge from `read_start`.
+    lead: u64,
+}
+
+impl ChunkReader<'_> {
+    fn align(&self) -> u64 {
+        if self.direct {
+            DIRECT_ALIGN
+        } else {
+            1
+        }
+    }
+
+    /// How many edges from `first` (at most `max`) fit in `room` bytes of an area for a file
+    /// of `width` bytes per edge, given the alignment.
+    fn edges_fitting(&self, first: u64, max: u64, width: u64, room: u64) -> u64 {
+        let a = self.align();
+        let start = first * width / a * a;
+        // The read must end (aligned up) within start + room; with aligned `room` the largest
+        // edge end whose aligned-up byte stays inside is floor((start + room) / width).
+        let limit_byte = start + room / a * a;
+        (limit_byte / width).saturating_sub(first).min(max)
+    }
+
+    fn placement(&self, first: u64, end: u64, width: u64) -> Placement {
+        let a = self.align();
+        let (first_byte, end_byte) = (first * width, end * width);
+        let read_start = first_byte / a * a;
+        let read_end = end_byte.div_ceil(a) * a;
+        Placement { read_start, read_len: read_end - read_start, needed: end_byte - read_start, lead: first_byte - read_start }
+    }
+
+    /// Reads the plans (one per layout, in order) into buffers from `free`, sending each
+    /// filled buffer to `full`. Stops early, sending the error, when a read fails or the run
+    /// is cancelled; stops quietly when the compute side hung up.
+    pub fn run<I: Iterator<Item = Chunk>>(
+        &self,
+        plans: Vec<(usize, I)>,
+        free: &Receiver<EdgeBuffer>,
+        full: &Sender<Result<EdgeBuffer>>,
+    ) -> (ReaderStats, Option<EdgeBuffer>) {
+        let mut stats = ReaderStats::default();
+        let mut current = None;
+        if let Err(e) = self.fill_all(plans, free, full, &mut stats, &mut current) {
+            let _ = full.send(Err(e));
+        }
+        (stats, current)
+    }
+
+    fn fill_all<I: Iterator<Item = Chunk>>(
+        &self,
+        plans: Vec<(usize, I)>,
+        free: &Receiver<EdgeBuffer>,
+        full: &Sender<Result<EdgeBuffer>>,
+        stats: &mut ReaderStats,
+        current: &mut Option<EdgeBuffer>,
+    ) -> Result<()> {
+        // `current` is the buffer being filled (an empty one is handed back at the end).
+        let take = |current: &mut Option<EdgeBuffer>| -> Result<bool> {
+            if current.is_none() {
+                match free.recv() {
+                    Ok(mut b) => {
+                        b.reset();
+                        *current = Some(b);
+                    }
+                    Err(_) => return Ok(false),
+                }
+            }
+            Ok(true)
+        };
+        let flush = |current: &mut Option<EdgeBuffer>, stats: &mut ReaderStats| -> bool {
+            match current.take() {
+                Some(b) if !b.pieces.is_empty() => {
+                    stats.buffers_filled += 1;
+                    full.send(Ok(b)).is_ok()
+                }
+                Some(b) => {
+                    *current = Some(b);
+                    true
+                }
+                None => true,
+            }
+        };
+        for (layout_index, plan) in plans {
+            let layout = &self.layouts[layout_index];
+            for chunk in plan {
+                stats.chunks += 1;
+                let mut first = chunk.first_edge;
+                while first < chunk.end_edge {
+                    self.cancel.check()?;
+                    if !take(current)? {
+                        return Ok(());
+                    }
+                    let buffer = current.as_mut().expect("a buffer is held");
+                    let left = chunk.end_edge - first;
+                    let t_room = (buffer.targets.len() - buffer.targets_used) as u64;
+                    let mut count = self.edges_fitting(first, left, layout.targets.width, t_room);
+                    if let (Some(wf), Some(wb)) = (&layout.weights, &buffer.weights) {
+                        let w_room = (wb.len() - buffer.weights_used) as u64;
+                        count = count.min(self.edges_fitting(first, left, wf.width, w_room));
+                    }
+                    if count == 0 {
+                        if buffer.pieces.is_empty() {
+                            return Err(Error::invalid("read buffers too small for one edge (internal sizing error)"));
+                        }
+                        if !flush(current, stats) {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    let end = first + count;
+                    let mut piece = Piece { layout: layout_index, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 };
+                    let t = self.placement(first, end, layout.targets.width);
+                    let at = buffer.targets_used;
+                    let got = layout.targets.read(
+                        self.direct,
+                        &mut buffer.targets[at..at + t.read_len as usize],
+                        t.read_start,
+                        t.needed as usize,
+                    )?;
+                    self.counters.record_read(got as u64);
+                    stats.requests += 1;
+                    stats.bytes_read += got as u64;
+                    piece.target_pos = at + t.lead as usize;
+                    buffer.targets_used = at + t.read_len as usize;
+                    if let (Some(wf), Some(wb)) = (&layout.weights, buffer.weights.as_mut()) {
+                        let w = self.placement(first, end, wf.width);
+                        let at = buffer.weights_used;
+                        let got = wf.read(self.direct, &mut wb[at..at + w.read_len as usize], w.read_start, w.needed as usize)?;
+                        self.counters.record_read(got as u64);
+                        stats.requests += 1;
+                        stats.bytes_read += got as u64;
+                        piece.weight_pos = at + w.lead as usize;
+                        buffer.weights_used = at + w.read_len as usize;
+                    }
+                    buffer.pieces.push(piece);
+                    first = end;
+                }
+            }
+        }
+        flush(current, stats);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_targets(dir: &Path, n: u32) -> PathBuf {
+        let path = dir.join("targets");
+        let bytes: Vec<u8> = (0..n).flat_map(|i| i.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// Reads chunks through a pool of two small buffers and checks every edge arrives once,
+    /// at the position its piece says, in both I/O modes.
+    #[test]
+    fn packs_and_splits_chunks_into_aligned_buffers() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 100_000u32;
+        let path = write_targets(dir.path(), n);
+        for direct in [false, true] {
+            let layouts = vec![LayoutFiles { targets: EdgeFile::open(&path, 4, direct).unwrap(), weights: None }];
+            let direct = direct && layouts[0].supports_direct();
+            let counters = IoCounters::new();
+            let cancel = CancelToken::new();
+            let reader = ChunkReader { layouts: &layouts, direct, counters: &counters, cancel: &cancel };
+            let chunks = vec![
+                Chunk { first_edge: 3, end_edge: 10 },
+                Chunk { first_edge: 5000, end_edge: 5001 },
+                Chunk { first_edge: 20_000, end_edge: 60_000 },
+                Chunk { first_edge: 99_990, end_edge: 100_000 },
+            ];
+            let expected: Vec<u64> = chunks.iter().flat_map(|c| c.first_edge..c.end_edge).collect();
+            let (free_tx, free_rx) = crossbeam_channel::bounded(2);
+            let (full_tx, full_rx) = crossbeam_channel::bounded(2);
+            for _ in 0..2 {
+                free_tx.send(EdgeBuffer::new(16 * 4096, 4, false)).unwrap();
+            }
+            let mut seen = Vec::new();
+            let stats = std::thread::scope(|s| {
+                let handle = s.spawn(|| {
+                    let (stats, leftover) = reader.run(vec![(0, chunks.clone().into_iter())], &free_rx, &full_tx);
+                    drop(full_tx);
+                    assert!(leftover.is_none_or(|b| b.pieces.is_empty()));
+                    stats
+                });
+                for buffer in full_rx.iter() {
+                    let buffer = buffer.unwrap();
+                    for p in &buffer.pieces {
+                        for e in p.first_edge..p.end_edge {
+                            let pos = p.target_pos + (e - p.first_edge) as usize * 4;
+                            seen.push(u32::from_le_bytes(buffer.targets[pos..pos + 4].try_into().unwrap()) as u64);
+                        }
+                    }
+                    free_tx.send(buffer).unwrap();
+                }
+                handle.join().unwrap()
+            });
+            assert_eq!(seen, expected, "direct = {direct}");
+            assert_eq!(stats.chunks, 4);
+            assert!(stats.buffers_filled >= 3, "40 000 edges of 4 B need several 64 KiB buffers");
+            assert_eq!(counters.snapshot().bytes_read, stats.bytes_read);
+            if !direct {
+                assert_eq!(stats.bytes_read, expected.len() as u64 * 4);
+            } else {
+                assert!(stats.bytes_read >= expected.len() as u64 * 4);
+                assert_eq!(stats.bytes_read % 4096, (n as u64 * 4) % 4096, "all reads but the one at EOF are whole pages");
+            }
+        }
+    }
+}
