@@ -117,7 +117,11 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
     let mut active: Vec<bool> = (0..n as u64).map(|v| program.initially_active(v, &info)).collect();
-    let bar = runner.progress().start("iterations (inmem)", program.max_iterations().map(|m| m as u64), ProgressUnit::Iterations);
+    let bar = runner.progress().start(
+        "iterations (inmem)",
+        program.max_iterations().map(|m| m as u64),
+        ProgressUnit::Iterations,
+    );
     let mut iteration = 0;
     loop {
         runner.cancel_token().check()?;
@@ -248,7 +252,11 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
     let mut halted = vec![false; n];
     let mut inbox: Vec<Vec<P::Msg>> = vec![Vec::new(); n];
     let mut previous_aggregate = 0.0;
-    let bar = runner.progress().start("supersteps (inmem)", program.max_supersteps().map(|m| m as u64), ProgressUnit::Iterations);
+    let bar = runner.progress().start(
+        "supersteps (inmem)",
+        program.max_supersteps().map(|m| m as u64),
+        ProgressUnit::Iterations,
+    );
     let mut superstep = 0;
     loop {
         runner.cancel_token().check()?;
@@ -300,4 +308,192 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
     }
     bar.finish();
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineKind, RunOptions};
+    use crate::program::MessageKind;
+    use crate::runtime::MemoryBudget;
+    use crate::store::{build_in_memory, InMemoryGraph, OriginalIds};
+
+    fn with_graph<T>(n: u64, edges: &[(usize, usize)], directed: bool, f: impl FnOnce(&Runner) -> T) -> T {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = InMemoryGraph {
+            vertices: OriginalIds::U64((0..n).collect()),
+            edges: edges.iter().map(|&(s, t)| (s, t, 1.0)).collect(),
+            directed,
+            weighted: false,
+        };
+        let store = build_in_memory(&dir.path().join("g"), &graph).unwrap();
+        f(&Runner::new(&store, RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30) }))
+    }
+
+    /// Counts the messages each vertex receives in one iteration, along out- or both directions.
+    struct CountMessages(EdgeDirection);
+
+    impl VertexProgram for CountMessages {
+        type Value = u64;
+        type Msg = u64;
+        fn message_kind(&self) -> MessageKind {
+            MessageKind::Delta
+        }
+        fn direction(&self) -> EdgeDirection {
+            self.0
+        }
+        fn init(&self, _: VertexId, _: &GraphInfo) -> u64 {
+            0
+        }
+        fn scatter(&self, _: &u64, _: EdgeRef) -> Option<u64> {
+            Some(1)
+        }
+        fn combine(&self, a: u64, b: u64) -> u64 {
+            a + b
+        }
+        fn identity(&self) -> u64 {
+            0
+        }
+        fn apply(&self, _: VertexId, value: &mut u64, msg: u64, _: &IterationContext) -> bool {
+            *value = msg;
+            false
+        }
+    }
+
+    #[test]
+    fn both_directions_on_directed_and_undirected_stores() {
+        let edges = [(0, 1), (0, 2)];
+        assert_eq!(
+            with_graph(3, &edges, true, |r| r.run_vertex_program(&CountMessages(EdgeDirection::Out))).unwrap(),
+            [0, 1, 1]
+        );
+        assert_eq!(
+            with_graph(3, &edges, true, |r| r.run_vertex_program(&CountMessages(EdgeDirection::Both))).unwrap(),
+            [2, 1, 1]
+        );
+        // an undirected store already holds both arcs: Both is Out
+        assert_eq!(
+            with_graph(3, &edges, false, |r| r.run_vertex_program(&CountMessages(EdgeDirection::Both))).unwrap(),
+            [2, 1, 1]
+        );
+        assert_eq!(
+            with_graph(3, &edges, false, |r| r.run_vertex_program(&CountMessages(EdgeDirection::Out))).unwrap(),
+            [2, 1, 1]
+        );
+    }
+
+    /// Every vertex stays active; records the global sum and stops via `end_iteration`.
+    struct Globals;
+
+    impl VertexProgram for Globals {
+        type Value = (usize, f64);
+        type Msg = u64;
+        fn message_kind(&self) -> MessageKind {
+            MessageKind::Value
+        }
+        fn init(&self, v: VertexId, _: &GraphInfo) -> (usize, f64) {
+            (0, v as f64)
+        }
+        fn scatter(&self, _: &(usize, f64), _: EdgeRef) -> Option<u64> {
+            None
+        }
+        fn combine(&self, a: u64, _: u64) -> u64 {
+            a
+        }
+        fn identity(&self) -> u64 {
+            0
+        }
+        fn applies_to_all(&self) -> bool {
+            true
+        }
+        fn global_contribution(&self, _: VertexId, value: &(usize, f64), out_degree: u64) -> f64 {
+            value.1 * out_degree as f64
+        }
+        fn apply(&self, _: VertexId, value: &mut (usize, f64), _: u64, ctx: &IterationContext) -> bool {
+            *value = (ctx.iteration + 1, ctx.global_sum);
+            true
+        }
+        fn end_iteration(&self, iteration: usize, active: u64) -> Control {
+            assert_eq!(active, 3);
+            if iteration == 2 {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        }
+    }
+
+    #[test]
+    fn global_sum_applies_to_all_and_end_iteration() {
+        // out-degrees 2, 1, 0: global sum of iteration 0 = 0*2 + 1*1 + 2*0 = 1
+        let values = with_graph(3, &[(0, 1), (0, 2), (1, 2)], true, |r| {
+            let values = r.run_vertex_program(&Globals).unwrap();
+            assert_eq!(r.finish("globals").iterations, 3);
+            values
+        });
+        // iteration 1: every value is 1.0, sum 2 + 1 = 3; iteration 2: every value 3.0, sum 9
+        assert_eq!(values, [(3, 9.0), (3, 9.0), (3, 9.0)]);
+    }
+
+    /// Superstep 0: aggregate 1, send own id along out-edges, halt. Later: record.
+    struct Wake {
+        combiner: bool,
+        stop_after_first: bool,
+    }
+
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct Seen {
+        supersteps: Vec<usize>,
+        messages: Vec<u64>,
+        previous_aggregate: f64,
+    }
+
+    impl PregelProgram for Wake {
+        type Value = Seen;
+        type Msg = u64;
+        fn init(&self, _: VertexId, _: &GraphInfo) -> Seen {
+            Seen::default()
+        }
+        fn compute(&self, ctx: &mut dyn PregelContext<u64>, seen: &mut Seen, messages: &[u64]) {
+            seen.supersteps.push(ctx.superstep());
+            seen.messages.extend_from_slice(messages);
+            seen.previous_aggregate = ctx.previous_aggregate();
+            if ctx.superstep() == 0 {
+                ctx.aggregate(1.0);
+                for t in ctx.out_neighbors().to_vec() {
+                    ctx.send(t, ctx.vertex() + 10);
+                }
+            }
+            ctx.vote_to_halt();
+        }
+        fn combine(&self, a: &u64, b: &u64) -> Option<u64> {
+            Some(a + b)
+        }
+        fn has_combiner(&self) -> bool {
+            self.combiner
+        }
+        fn end_superstep(&self, _: usize, _: f64) -> Control {
+            if self.stop_after_first {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        }
+    }
+
+    #[test]
+    fn pregel_wakes_on_messages_aggregates_and_combines() {
+        let edges = [(0, 2), (1, 2), (2, 3)];
+        let run = |combiner, stop_after_first| {
+            with_graph(4, &edges, true, |r| r.run_pregel(&Wake { combiner, stop_after_first }).unwrap())
+        };
+        let plain = run(false, false);
+        assert_eq!(plain[0], Seen { supersteps: vec![0], messages: vec![], previous_aggregate: 0.0 });
+        assert_eq!(plain[2], Seen { supersteps: vec![0, 1], messages: vec![10, 11], previous_aggregate: 4.0 });
+        assert_eq!(plain[3], Seen { supersteps: vec![0, 1], messages: vec![12], previous_aggregate: 4.0 });
+        let combined = run(true, false);
+        assert_eq!(combined[2].messages, vec![21]);
+        let stopped = run(false, true);
+        assert!(stopped.iter().all(|s| s.supersteps == [0]));
+    }
 }
