@@ -73,7 +73,11 @@ impl fmt::Display for ValidationReport {
         let g = width("graph", &|r| r.graph.len());
         let a = width("algorithm", &|r| r.algorithm.len());
         let e = width("engine", &|r| r.engine.len());
-        writeln!(f, "{:<g$}  {:<a$}  {:<e$}  {:>8}  {:<6}  {:>9}  details", "graph", "algorithm", "engine", "vertices", "result", "seconds")?;
+        writeln!(
+            f,
+            "{:<g$}  {:<a$}  {:<e$}  {:>8}  {:<6}  {:>9}  details",
+            "graph", "algorithm", "engine", "vertices", "result", "seconds"
+        )?;
         for r in &self.rows {
             let result = if r.passed { "pass" } else { "FAIL" };
             let details = r.mismatch.as_deref().unwrap_or("");
@@ -124,7 +128,10 @@ pub fn validate_graphalytics_with(
         .collect();
     property_files.sort();
     if property_files.is_empty() {
-        return Err(Error::invalid(format!("{} holds no *.properties file (not a Graphalytics validation directory)", dir.display())));
+        return Err(Error::invalid(format!(
+            "{} holds no *.properties file (not a Graphalytics validation directory)",
+            dir.display()
+        )));
     }
     let bar = progress.start("validating", Some(property_files.len() as u64), ProgressUnit::Items);
     let mut report = ValidationReport::default();
@@ -203,11 +210,18 @@ pub fn read_properties(path: &Path) -> Result<BTreeMap<String, String>> {
 }
 
 /// The parameters of `algorithm` on `graph` from its properties.
-fn params_for(properties: &BTreeMap<String, String>, graph: &str, algorithm: &str, path: &Path) -> Result<AlgorithmParams> {
+fn params_for(
+    properties: &BTreeMap<String, String>,
+    graph: &str,
+    algorithm: &str,
+    path: &Path,
+) -> Result<AlgorithmParams> {
     let get = |key: &str| properties.get(&format!("graph.{graph}.{algorithm}.{key}")).cloned();
     fn parse<T: std::str::FromStr>(value: Option<String>, key: &str, path: &Path) -> Result<Option<T>> {
         value
-            .map(|v| v.parse::<T>().map_err(|_| Error::input(path, None, format!("{key} = '{v}' is not a valid value"))))
+            .map(|v| {
+                v.parse::<T>().map_err(|_| Error::input(path, None, format!("{key} = '{v}' is not a valid value")))
+            })
             .transpose()
     }
     let mut params = AlgorithmParams::default();
@@ -240,14 +254,20 @@ fn compare(algorithm: &str, reference: &Path, result: &AlgorithmResult, store: &
         ValueColumn::Float(_) => None,
     };
     let parse_u64 = |(line, v, text): &(u64, u64, String)| {
-        text.parse::<u64>().map(|x| (*v, x)).map_err(|_| Error::input(reference, Some(*line), format!("'{text}' is not an integer")))
+        text.parse::<u64>()
+            .map(|x| (*v, x))
+            .map_err(|_| Error::input(reference, Some(*line), format!("'{text}' is not an integer")))
     };
     let parse_f64 = |(line, v, text): &(u64, u64, String)| {
-        parse_real(text).map(|x| (*v, x)).ok_or_else(|| Error::input(reference, Some(*line), format!("'{text}' is not a number")))
+        parse_real(text)
+            .map(|x| (*v, x))
+            .ok_or_else(|| Error::input(reference, Some(*line), format!("'{text}' is not a number")))
     };
     Ok(match (algorithm, integers, column) {
         ("wcc", Some(got), _) => check_equivalent(&expected.iter().map(parse_u64).collect::<Result<Vec<_>>>()?, &got),
-        ("bfs" | "cdlp", Some(got), _) => check_exact(&expected.iter().map(parse_u64).collect::<Result<Vec<_>>>()?, &got),
+        ("bfs" | "cdlp", Some(got), _) => {
+            check_exact(&expected.iter().map(parse_u64).collect::<Result<Vec<_>>>()?, &got)
+        }
         ("pr" | "lcc" | "sssp", None, ValueColumn::Float(values)) => {
             let got: Vec<(u64, f64)> = original.iter().copied().zip(values.iter().copied()).collect();
             check_epsilon(&expected.iter().map(parse_f64).collect::<Result<Vec<_>>>()?, &got)
@@ -278,9 +298,9 @@ fn read_reference(path: &Path) -> Result<Vec<(u64, u64, String)>> {
             }
             return Err(Error::input(path, Some(line_no), format!("expected 'vertex value', got '{line}'")));
         };
-        let vertex = vertex
-            .parse::<u64>()
-            .map_err(|_| Error::input(path, Some(line_no), format!("vertex id '{vertex}' is not an unsigned integer")))?;
+        let vertex = vertex.parse::<u64>().map_err(|_| {
+            Error::input(path, Some(line_no), format!("vertex id '{vertex}' is not an unsigned integer"))
+        })?;
         rows.push((line_no, vertex, value.to_string()));
     }
     Ok(rows)

@@ -69,10 +69,8 @@ fn a_wrong_reference_value_fails_only_its_row() {
     std::fs::write(&pr, kept.join("\n")).unwrap();
 
     let report = validate_with_reference_loader(copy.path());
-    let failed: Vec<(&str, &str, &str)> = report
-        .failures()
-        .map(|r| (r.graph.as_str(), r.algorithm.as_str(), r.mismatch.as_deref().unwrap()))
-        .collect();
+    let failed: Vec<(&str, &str, &str)> =
+        report.failures().map(|r| (r.graph.as_str(), r.algorithm.as_str(), r.mismatch.as_deref().unwrap())).collect();
     assert_eq!(failed.len(), 2, "{report}");
     assert_eq!(failed[0], ("example-directed", "bfs", "vertex 3: expected 2, got 1"));
     assert_eq!(failed[1].0, "test-pr-directed");
@@ -84,7 +82,9 @@ fn a_wrong_reference_value_fails_only_its_row() {
 #[test]
 fn an_import_failure_is_a_failed_row() {
     let work = tempfile::tempdir().unwrap();
-    let broken = |_: &Path, _: &Path| -> outcore::Result<outcore::store::Store> { Err(outcore::Error::invalid("no such format")) };
+    let broken = |_: &Path, _: &Path| -> outcore::Result<outcore::store::Store> {
+        Err(outcore::Error::invalid("no such format"))
+    };
     let report = validate_graphalytics_with(&data_dir(), &options(), work.path(), &NoProgress, &broken).unwrap();
     assert_eq!(report.rows.len(), 24);
     assert!(report.rows.iter().all(|r| !r.passed && r.mismatch.as_deref() == Some("import failed: no such format")));
@@ -132,7 +132,9 @@ fn epsilon_rule() {
     let inf = f64::INFINITY;
     let expected = [(1, 0.25), (2, 0.0), (3, inf)];
     assert_eq!(check_epsilon(&expected, &[(1, 0.25 * (1.0 + 0.5e-4)), (2, 0.0), (3, inf)]), Ok(()));
-    assert!(check_epsilon(&expected, &[(1, 0.25 * (1.0 + 2e-4)), (2, 0.0), (3, inf)]).unwrap_err().starts_with("vertex 1:"));
+    assert!(check_epsilon(&expected, &[(1, 0.25 * (1.0 + 2e-4)), (2, 0.0), (3, inf)])
+        .unwrap_err()
+        .starts_with("vertex 1:"));
     assert!(check_epsilon(&expected, &[(1, 0.25 * (1.0 - 2e-4)), (2, 0.0), (3, inf)]).is_err());
     // a reference 0 needs an exact 0
     assert!(check_epsilon(&expected, &[(1, 0.25), (2, 1e-300), (3, inf)]).is_err());

@@ -112,12 +112,12 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             };
             pagerank_delta::run(runner, &config)?.into()
         }
-        "wcc" => wcc::run(runner, &wcc::Config::default())?.into(),
+        "wcc" => wcc::run(runner, &wcc::Config)?.into(),
         "cdlp" => {
             let iterations = params.iterations.unwrap_or(cdlp::Config::default().iterations);
             cdlp::run(runner, &cdlp::Config { iterations })?.into()
         }
-        "lcc" => lcc::run(runner, &lcc::Config::default())?.into(),
+        "lcc" => lcc::run(runner, &lcc::Config)?.into(),
         other => {
             let names: Vec<&str> = ALGORITHMS.iter().map(|(n, _)| *n).collect();
             return Err(Error::invalid(format!("unknown algorithm '{other}' (available: {})", names.join(", "))));

@@ -68,7 +68,11 @@ impl VertexProgram for PageRank {
         true
     }
     fn global_contribution(&self, _: VertexId, rank: &f64, out_degree: u64) -> f64 {
-        if out_degree == 0 { *rank } else { 0.0 }
+        if out_degree == 0 {
+            *rank
+        } else {
+            0.0
+        }
     }
     fn apply(&self, _: VertexId, rank: &mut f64, sum: f64, ctx: &IterationContext) -> bool {
         let n = ctx.graph.num_vertices as f64;

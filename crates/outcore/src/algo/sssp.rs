@@ -43,7 +43,11 @@ impl VertexProgram for Sssp {
         true
     }
     fn init(&self, v: VertexId, _: &GraphInfo) -> f64 {
-        if v == self.source { 0.0 } else { f64::INFINITY }
+        if v == self.source {
+            0.0
+        } else {
+            f64::INFINITY
+        }
     }
     fn initially_active(&self, v: VertexId, _: &GraphInfo) -> bool {
         v == self.source
