@@ -3,3 +3,5 @@
 
 pub mod import;
 pub mod info;
+pub mod summary;
+pub mod validate;
