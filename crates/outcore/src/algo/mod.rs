@@ -60,6 +60,7 @@ pub struct AlgorithmParams {
 pub mod bfs;
 pub mod cdlp;
 pub mod lcc;
+pub mod mssp;
 pub mod pagerank;
 pub mod pagerank_delta;
 pub mod sssp;
@@ -77,6 +78,7 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("cdlp", "community detection by synchronous label propagation (Graphalytics CDLP)"),
     ("lcc", "local clustering coefficient over in- and out-neighbours (Graphalytics LCC)"),
     ("sssp", "single-source shortest paths over non-negative weights from --source (Graphalytics SSSP)"),
+    ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
 ];
 
 /// Runs the algorithm called `name` with `params` on `runner`.
@@ -118,6 +120,16 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             cdlp::run(runner, &cdlp::Config { iterations })?.into()
         }
         "lcc" => lcc::run(runner, &lcc::Config)?.into(),
+        "mssp" => {
+            let sources = if !params.sources.is_empty() {
+                params.sources.iter().map(|s| runner.resolve_vertex(s)).collect::<Result<Vec<_>>>()?
+            } else if let Some(count) = params.num_sources {
+                mssp::sample_sources(runner.graph_info().num_vertices, count, params.seed.unwrap_or(0))?
+            } else {
+                return Err(Error::invalid("mssp needs sources (--sources ID,ID,... or --num-sources K [--seed N])"));
+            };
+            mssp::run(runner, &mssp::Config { sources })?.into()
+        }
         other => {
             let names: Vec<&str> = ALGORITHMS.iter().map(|(n, _)| *n).collect();
             return Err(Error::invalid(format!("unknown algorithm '{other}' (available: {})", names.join(", "))));
