@@ -23,6 +23,10 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
+    /// Measure the gap threshold l of a device (bandwidth × latency) for the stream engine.
+    Calibrate(commands::calibrate::CalibrateArgs),
+    /// Compare an engine's modes on a store (wall time, bytes read, peak RSS per run).
+    Bench(commands::bench::BenchArgs),
 }
 
 /// Exit codes in the spirit of sysexits.h, so scripts can tell failures apart.
@@ -58,6 +62,8 @@ fn main() {
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),
+        Command::Calibrate(args) => commands::calibrate::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
