@@ -73,6 +73,8 @@ pub struct ImportReport {
     /// Sort runs spilled to disk over all sorts (0: everything fit in memory).
     pub sort_runs: u64,
     pub memory_budget_bytes: u64,
+    /// Wall-clock seconds of each step, in order (sorts finish inside the step that reads them).
+    pub step_seconds: Vec<(String, f64)>,
 }
 
 pub fn import(
@@ -106,6 +108,7 @@ pub fn import_records(
         dedup: opts.dedup,
         drop_self_loops: opts.drop_self_loops,
     };
+    check_replaceable(store_dir)?;
     let builder = StoreBuilder::new(store_dir, IoCounters::new())?;
     let scratch = builder.scratch_dir()?;
     let import = Import {
@@ -136,6 +139,29 @@ pub fn import_records(
     report.seconds = started.elapsed().as_secs_f64();
     report.peak_rss_bytes = peak_rss_bytes();
     Ok((store, report))
+}
+
+/// The import replaces an existing store at its path (at commit), but never anything else: a
+/// file, or a non-empty directory without a manifest, is most likely not the user's old graph.
+fn check_replaceable(store_dir: &Path) -> Result<()> {
+    if !store_dir.exists() {
+        return Ok(());
+    }
+    if !store_dir.is_dir() {
+        return Err(Error::invalid(format!("{} exists and is not a directory: choose another store path", store_dir.display())));
+    }
+    let is_store = store_dir.join(crate::store::manifest::MANIFEST_FILE).exists();
+    let is_empty = std::fs::read_dir(store_dir)
+        .context(|| format!("reading {}", store_dir.display()))?
+        .next()
+        .is_none();
+    if !is_store && !is_empty {
+        return Err(Error::invalid(format!(
+            "{} exists and is not an outcore store (no manifest.json): refusing to replace it",
+            store_dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Directedness, weighting and cleaning rules of the graph being imported.
@@ -358,6 +384,7 @@ trait SortedIdReader<K> {
     fn read_next(&mut self, into: &mut K) -> Result<bool>;
 }
 
+/// Progress is updated (and cancellation checked) every this many records; a power of two.
 const PROGRESS_STEP: u64 = 1 << 16;
 
 impl IdKey for u64 {
@@ -432,7 +459,7 @@ impl IdKey for String {
             position += id.len() as u64;
             offsets.write_u64(position)?;
             count += 1;
-            if count % PROGRESS_STEP == 0 {
+            if count & (PROGRESS_STEP - 1) == 0 {
                 bar.inc(PROGRESS_STEP);
             }
         }
@@ -550,13 +577,24 @@ impl<'a> Import<'a> {
     }
 
     fn run<K: IdKey, W: EdgeWeight>(mut self) -> Result<(Store, ImportReport)> {
+        let mut clock = Instant::now();
+        let mut lap = |report: &mut ImportReport, step: &str| {
+            report.step_seconds.push((step.to_string(), clock.elapsed().as_secs_f64()));
+            clock = Instant::now();
+        };
         let (edges_by_source, ids) = self.read_input::<K, W>()?;
+        lap(&mut self.report, "read input");
         let vertices = self.assign_dense_ids(ids)?;
+        lap(&mut self.report, "assign dense ids");
         let edges_by_target = self.map_sources(edges_by_source)?;
+        lap(&mut self.report, "map sources");
         let arcs = self.map_targets(edges_by_target)?;
+        lap(&mut self.report, "map targets");
         let (stored_arcs, tally, reversed) = self.write_csr_out(vertices, arcs)?;
+        lap(&mut self.report, "write csr-out");
         if let Some(reversed) = reversed {
             let stored_in = self.write_csr_in(vertices, reversed)?;
+            lap(&mut self.report, "write csr-in");
             if stored_in != stored_arcs {
                 return Err(Error::invalid(format!(
                     "internal error in the import pipeline: csr-in has {stored_in} arcs, csr-out {stored_arcs}"
@@ -707,8 +745,9 @@ impl<'a> Import<'a> {
             let source = ids.dense_of(&edge.source)?;
             by_target.push(EdgeByTarget { target: edge.target, source, weight: edge.weight })?;
             done += 1;
-            if done % PROGRESS_STEP == 0 {
+            if done & (PROGRESS_STEP - 1) == 0 {
                 bar.set_position(done);
+                self.cancel.check()?;
             }
         }
         bar.set_position(done);
@@ -737,8 +776,9 @@ impl<'a> Import<'a> {
                 arcs.push(arc.reversed())?;
             }
             done += 1;
-            if done % PROGRESS_STEP == 0 {
+            if done & (PROGRESS_STEP - 1) == 0 {
                 bar.set_position(done);
+                self.cancel.check()?;
             }
         }
         bar.set_position(done);
@@ -766,6 +806,7 @@ impl<'a> Import<'a> {
             reversed: reversed.as_mut(),
             tally: &mut tally,
             bar: bar.as_ref(),
+            cancel: self.cancel,
             consumed: 0,
             failed: false,
         };
@@ -781,10 +822,12 @@ impl<'a> Import<'a> {
         let sorted = reversed.finish()?;
         let bar = self.progress.start("writing csr-in", Some(sorted.records_upper_bound()), ProgressUnit::Edges);
         let mut done = 0u64;
+        let cancel = self.cancel;
         let arcs = sorted.map(|arc| {
             done += 1;
-            if done % PROGRESS_STEP == 0 {
+            if done & (PROGRESS_STEP - 1) == 0 {
                 bar.set_position(done);
+                cancel.check()?;
             }
             arc.map(DenseArc::to_arc)
         });
@@ -803,6 +846,7 @@ struct KeptArcs<'s, W: EdgeWeight> {
     reversed: Option<&'s mut ExternalSorter<DenseArc<W>>>,
     tally: &'s mut ArcTally,
     bar: &'s dyn ProgressBar,
+    cancel: &'s CancelToken,
     consumed: u64,
     failed: bool,
 }
@@ -820,8 +864,9 @@ impl<W: EdgeWeight> KeptArcs<'_, W> {
         };
         if next.is_some() {
             self.consumed += 1;
-            if self.consumed % PROGRESS_STEP == 0 {
+            if self.consumed & (PROGRESS_STEP - 1) == 0 {
                 self.bar.set_position(self.consumed);
+                self.cancel.check()?;
             }
         }
         Ok(next)
