@@ -160,18 +160,15 @@ fn peek_compression(raw: &mut BufReader<CountingReader>, path: &Path) -> Result<
 }
 
 /// Reads up to `limit` decompressed bytes from the start of a file, for format detection.
-///
-/// A read error (a truncated or corrupt compressed stream) ends the sample early instead of
-/// failing: detection works on what could be read, and the parser reports the damage, with
-/// its position, when it gets there.
+/// A damaged compressed stream is reported here already if the damage is within the sample.
 pub fn read_head(path: &Path, limit: usize) -> Result<(Vec<u8>, Compression)> {
     let mut stream = InputStream::open(path, Arc::new(AtomicU64::new(0)))?;
     let mut head = vec![0u8; limit];
     let mut filled = 0;
     while filled < limit {
-        match stream.read(&mut head[filled..]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => filled += n,
+        match stream.read(&mut head[filled..])? {
+            0 => break,
+            n => filled += n,
         }
     }
     head.truncate(filled);
