@@ -9,10 +9,12 @@
 use std::path::{Path, PathBuf};
 
 use super::compress::{self, InputStream};
-use super::text::{line_error, parse_id, parse_weight, Fields, LineReader};
+use super::text::{
+    is_separator, leading_digits, line_error, parse_id, parse_weight, Fields, LineReader,
+};
 use super::{describe, BadLines, FileJob, FileParser, Plan};
 use crate::error::Result;
-use crate::ingest::{ImportOptions, InputRecord};
+use crate::ingest::{ImportOptions, InputRecord, RawId};
 use crate::store::IdType;
 
 /// The weight of an edge list is its third field.
@@ -53,10 +55,19 @@ pub(super) struct EdgeListParser {
 }
 
 impl EdgeListParser {
-    pub(super) fn new(input: InputStream, ids: IdType, weight_field: Option<usize>) -> Result<Self> {
+    pub(super) fn new(
+        input: InputStream,
+        ids: IdType,
+        weight_field: Option<usize>,
+    ) -> Result<Self> {
         let path = input.path().to_path_buf();
         let lines = LineReader::new(input, "edge list")?;
-        Ok(EdgeListParser { lines, path, ids, weight_field })
+        Ok(EdgeListParser {
+            lines,
+            path,
+            ids,
+            weight_field,
+        })
     }
 }
 
@@ -88,14 +99,63 @@ fn parse_edge(
     Ok(InputRecord::Edge { src, dst, weight })
 }
 
+/// The common line, `digits SEP digits [SEP ...]`, parsed in one pass for `--ids u64`:
+/// `(src, dst, end of dst)`. Anything else (comments, blank lines, errors, 20-digit ids) is
+/// left to the general path, which also writes the error messages.
+#[inline(always)]
+fn fast_numeric_pair(line: &[u8]) -> Option<(u64, u64, usize)> {
+    let mut pos = 0;
+    while pos < line.len() && is_separator(line[pos]) {
+        pos += 1;
+    }
+    let (src, end) = leading_digits(line, pos)?;
+    pos = end;
+    if pos == line.len() || !is_separator(line[pos]) {
+        return None;
+    }
+    while pos < line.len() && is_separator(line[pos]) {
+        pos += 1;
+    }
+    let (dst, end) = leading_digits(line, pos)?;
+    if end < line.len() && !is_separator(line[end]) {
+        return None;
+    }
+    Some((src, dst, end))
+}
+
 impl FileParser for EdgeListParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         out.reserve(max.min(1 << 16));
+        let numeric = self.ids == IdType::U64;
         while out.len() < limit {
             let Some((line_number, line)) = self.lines.next_line()? else {
                 return Ok(false);
             };
+            if numeric {
+                if let Some((src, dst, end)) = fast_numeric_pair(line) {
+                    let weight = match self.weight_field {
+                        None => Some(None),
+                        Some(field) => Fields::new(&line[end..])
+                            .nth(field.saturating_sub(2))
+                            .and_then(|token| parse_weight(token).ok())
+                            .map(Some),
+                    };
+                    if let Some(weight) = weight {
+                        out.push(InputRecord::Edge {
+                            src: RawId::U64(src),
+                            dst: RawId::U64(dst),
+                            weight,
+                        });
+                        continue;
+                    }
+                }
+            }
             let mut fields = Fields::new(line);
             let Some(first) = fields.next() else { continue };
             if is_comment(first) {
@@ -103,7 +163,9 @@ impl FileParser for EdgeListParser {
             }
             match parse_edge(first, fields, self.ids, self.weight_field) {
                 Ok(record) => out.push(record),
-                Err(message) => bad_lines.handle(line_error(&self.path, line_number, &message, line))?,
+                Err(message) => {
+                    bad_lines.handle(line_error(&self.path, line_number, &message, line))?
+                }
             }
         }
         Ok(true)
@@ -127,7 +189,12 @@ impl VertexListParser {
 }
 
 impl FileParser for VertexListParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         while out.len() < limit {
             let Some((line_number, line)) = self.lines.next_line()? else {
@@ -140,7 +207,12 @@ impl FileParser for VertexListParser {
             }
             match parse_id(first, self.ids) {
                 Ok(id) => out.push(InputRecord::Vertex(id)),
-                Err(e) => bad_lines.handle(line_error(&self.path, line_number, &e.into_message(), line))?,
+                Err(e) => bad_lines.handle(line_error(
+                    &self.path,
+                    line_number,
+                    &e.into_message(),
+                    line,
+                ))?,
             }
         }
         Ok(true)

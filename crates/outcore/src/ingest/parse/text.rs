@@ -81,7 +81,10 @@ impl LineReader {
                 let line_start = self.start;
                 self.start += offset + 1;
                 self.line_number += 1;
-                return Ok(Some((self.line_number, &self.buf[line_start..line_start + offset])));
+                return Ok(Some((
+                    self.line_number,
+                    &self.buf[line_start..line_start + offset],
+                )));
             }
             if self.eof {
                 if self.start < self.end {
@@ -150,13 +153,53 @@ pub fn find_newline(haystack: &[u8]) -> Option<usize> {
         }
         offset += 8;
     }
-    chunks.remainder().iter().position(|&b| b == b'\n').map(|p| offset + p)
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|p| offset + p)
 }
 
-/// True for the bytes that separate fields of an edge list (and the `\r` of CRLF files).
-#[inline]
-fn is_separator(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b',' | b'\r' | b'\x0b' | b'\x0c')
+/// The bytes that separate fields of an edge list: whitespace, commas (and the `\r` of CRLF
+/// files), as a table because this test runs for every byte of the input.
+static SEPARATORS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    let separators = [b' ', b'\t', b',', b'\r', b'\x0b', b'\x0c'];
+    while i < separators.len() {
+        table[separators[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// True for the bytes that separate fields of an edge list.
+#[inline(always)]
+pub fn is_separator(b: u8) -> bool {
+    SEPARATORS[b as usize]
+}
+
+/// Parses the decimal digits at `line[start..]` up to the first non-digit: `(value, end)`.
+/// Gives up (`None`) on no digits and on numbers of 20 or more digits, which may overflow:
+/// callers fall back to [`parse_u64`] and its exact checks.
+#[inline(always)]
+pub fn leading_digits(line: &[u8], start: usize) -> Option<(u64, usize)> {
+    let mut pos = start;
+    let mut value: u64 = 0;
+    while pos < line.len() {
+        let digit = line[pos].wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(digit as u64);
+        pos += 1;
+    }
+    let len = pos - start;
+    if len == 0 || len > 19 {
+        None
+    } else {
+        Some((value, pos))
+    }
 }
 
 /// Splits an edge-list line on runs of whitespace and commas.
@@ -234,7 +277,7 @@ pub enum FieldError {
 }
 
 /// Parses a vertex id for the chosen id type.
-#[inline]
+#[inline(always)]
 pub fn parse_id(token: &[u8], ids: IdType) -> Result<RawId, FieldError> {
     match ids {
         IdType::U64 => match parse_u64(token) {
@@ -247,7 +290,10 @@ pub fn parse_id(token: &[u8], ids: IdType) -> Result<RawId, FieldError> {
         },
         IdType::String => match std::str::from_utf8(token) {
             Ok(text) => Ok(RawId::Str(text.to_string())),
-            Err(_) => Err(FieldError::Id(format!("vertex id '{}' is not valid UTF-8", quote(token)))),
+            Err(_) => Err(FieldError::Id(format!(
+                "vertex id '{}' is not valid UTF-8",
+                quote(token)
+            ))),
         },
     }
 }
@@ -255,14 +301,19 @@ pub fn parse_id(token: &[u8], ids: IdType) -> Result<RawId, FieldError> {
 /// Parses an edge weight: any finite or infinite decimal number; NaN is refused.
 #[inline]
 pub fn parse_weight(token: &[u8]) -> Result<f64, FieldError> {
-    let parsed = std::str::from_utf8(token).ok().and_then(|text| text.parse::<f64>().ok());
+    let parsed = std::str::from_utf8(token)
+        .ok()
+        .and_then(|text| text.parse::<f64>().ok());
     match parsed {
         Some(w) if w.is_nan() => Err(FieldError::Weight(format!(
             "invalid weight '{}' (NaN is not a usable edge weight)",
             quote(token)
         ))),
         Some(w) => Ok(w),
-        None => Err(FieldError::Weight(format!("invalid weight '{}' (expected a number)", quote(token)))),
+        None => Err(FieldError::Weight(format!(
+            "invalid weight '{}' (expected a number)",
+            quote(token)
+        ))),
     }
 }
 
@@ -280,7 +331,10 @@ pub fn quote(bytes: &[u8]) -> String {
     if trimmed.len() <= MAX_QUOTED_LINE_BYTES {
         String::from_utf8_lossy(trimmed).into_owned()
     } else {
-        format!("{}…", String::from_utf8_lossy(&trimmed[..MAX_QUOTED_LINE_BYTES]))
+        format!(
+            "{}…",
+            String::from_utf8_lossy(&trimmed[..MAX_QUOTED_LINE_BYTES])
+        )
     }
 }
 
@@ -295,5 +349,68 @@ pub fn trim_line_end(line: &[u8]) -> &[u8] {
 
 /// An error about one line: "FILE:LINE: message: <line text>".
 pub fn line_error(path: &Path, line_number: u64, message: &str, line: &[u8]) -> Error {
-    Error::input(path, Some(line_number), format!("{message}: {}", quote(line)))
+    Error::input(
+        path,
+        Some(line_number),
+        format!("{message}: {}", quote(line)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn find_newline_agrees_with_a_plain_search(bytes in proptest::collection::vec(
+            prop_oneof![Just(b'\n'), Just(b'\n' ^ 0x80), Just(0u8), Just(0xffu8), any::<u8>()], 0..64)) {
+            prop_assert_eq!(find_newline(&bytes), bytes.iter().position(|&b| b == b'\n'));
+        }
+
+        #[test]
+        fn parse_u64_agrees_with_std(text in "[0-9]{1,21}|[+-]?[0-9a-f ]{0,5}") {
+            prop_assert_eq!(parse_u64(text.as_bytes()), if text.starts_with('+') { None } else { text.parse::<u64>().ok() });
+        }
+
+        #[test]
+        fn leading_digits_agrees_with_parse_u64(value in any::<u64>(), tail in "[ ,\t#a]?") {
+            let text = format!("{value}{tail}");
+            let expected = if value.to_string().len() < 20 { Some((value, value.to_string().len())) } else { None };
+            prop_assert_eq!(leading_digits(text.as_bytes(), 0), expected);
+        }
+    }
+
+    #[test]
+    fn u64_limits() {
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"99999999999999999999"), None);
+        assert_eq!(parse_u64(b"00000000000000000001"), Some(1));
+        assert_eq!(parse_u64(b""), None);
+        assert_eq!(parse_u64(b"-1"), None);
+    }
+
+    #[test]
+    fn fields_split_on_runs_of_whitespace_and_commas() {
+        let fields: Vec<&[u8]> = Fields::new(b" 1,\t2 ,, 3.5\r").collect();
+        assert_eq!(fields, vec![&b"1"[..], b"2", b"3.5"]);
+        assert_eq!(Fields::new(b" \t,\r").next(), None);
+    }
+
+    #[test]
+    fn weights() {
+        assert!(matches!(parse_weight(b"-2.5e-3"), Ok(w) if w == -2.5e-3));
+        assert!(matches!(parse_weight(b"NaN"), Err(FieldError::Weight(m)) if m.contains("NaN")));
+        assert!(
+            matches!(parse_weight(b"1,5"), Err(FieldError::Weight(m)) if m.contains("expected a number"))
+        );
+    }
+
+    #[test]
+    fn quoted_lines_are_cut_and_lossy() {
+        let long = vec![b'x'; 500];
+        assert_eq!(quote(&long).chars().count(), MAX_QUOTED_LINE_BYTES + 1);
+        assert_eq!(quote(b"a\xffb\r"), "a\u{fffd}b");
+    }
 }
