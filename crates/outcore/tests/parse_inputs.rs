@@ -201,6 +201,19 @@ fn last_line_without_newline_is_read() {
 }
 
 #[test]
+fn utf8_byte_order_mark_is_ignored() {
+    let dir = tempdir();
+    let edges = write(dir.path(), "bom.txt", b"\xEF\xBB\xBF1 2\n3 4\n");
+    assert_eq!(parse_one(&edges).pairs(), vec![(1, 2), (3, 4)]);
+    let csv = write(dir.path(), "bom.csv", b"\xEF\xBB\xBFsrc,dst\n1,2\n");
+    let opts = ImportOptions {
+        src_col: Some("src".into()),
+        ..options()
+    };
+    assert_eq!(parse(&[csv], &opts).pairs(), vec![(1, 2)]);
+}
+
+#[test]
 fn edge_list_ids_at_the_limits_of_u64() {
     let dir = tempdir();
     let path = write(dir.path(), "g.txt", b"0 18446744073709551615\n00042 7\n");
@@ -1162,6 +1175,23 @@ fn missing_file_is_named() {
     assert_eq!(
         message,
         format!("{}: input file not found", missing.display())
+    );
+}
+
+#[test]
+fn directories_and_pipes_are_refused() {
+    let dir = tempdir();
+    assert_contains(
+        &error_of(&[dir.path().to_path_buf()], &options()),
+        &["is a directory"],
+    );
+    let fifo = dir.path().join("pipe");
+    let c_path = std::ffi::CString::new(fifo.to_str().expect("utf-8 path")).expect("path");
+    // SAFETY: mkfifo reads a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
+    assert_contains(
+        &error_of(&[fifo], &options()),
+        &["pipe: is not a regular file", "save the data to a file"],
     );
 }
 

@@ -96,18 +96,39 @@ pub fn open_file(path: &Path) -> Result<File> {
     })
 }
 
+/// Checks that an input exists and is a readable regular file.
+///
+/// Pipes and devices are refused by name (without opening them, which could block): format
+/// detection reads the start of a file and then the parser reads it again from the beginning,
+/// which a pipe cannot do: its first bytes would silently go missing.
+pub fn check_input_file(path: &Path) -> Result<()> {
+    let metadata = std::fs::metadata(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => Error::input(path, None, "input file not found"),
+        _ => Error::input(path, None, format!("cannot access input file: {e}")),
+    })?;
+    if metadata.is_dir() {
+        return Err(Error::input(
+            path,
+            None,
+            "is a directory, not an input file",
+        ));
+    }
+    if !metadata.is_file() {
+        return Err(Error::input(
+            path,
+            None,
+            "is not a regular file (a pipe or a device?): inputs are read more than once, \
+             so save the data to a file first",
+        ));
+    }
+    open_file(path).map(drop)
+}
+
 impl InputStream {
     /// Opens `path`, detects its compression from the magic bytes and adds the raw bytes read
     /// to `counter`.
     pub fn open(path: &Path, counter: Arc<AtomicU64>) -> Result<InputStream> {
         let file = open_file(path)?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(Error::input(
-                path,
-                None,
-                "is a directory, not an input file",
-            ));
-        }
         let mut raw = BufReader::with_capacity(RAW_BUFFER_BYTES, CountingReader { file, counter });
         let compression = peek_compression(&mut raw, path)?;
         let reader: Box<dyn Read + Send> = match compression {

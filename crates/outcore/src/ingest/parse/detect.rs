@@ -100,6 +100,7 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
 
     let (sample, _) = read_head(path, SAMPLE_BYTES)?;
     let complete = sample.len() < SAMPLE_BYTES;
+    let sample = sample.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&sample); // UTF-8 byte order mark
     let first_line = sample.split(|&b| b == b'\n').next().unwrap_or_default();
     if is_banner(first_line) {
         return chosen(
@@ -107,7 +108,7 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
             "detected from the %%MatrixMarket header",
         );
     }
-    if looks_binary(&sample) {
+    if looks_binary(sample) {
         return Err(Error::input(
             path,
             None,
@@ -126,7 +127,7 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
         ));
     }
 
-    let lines = data_lines(&sample, complete);
+    let lines = data_lines(sample, complete);
     let Some(&(first_number, first)) = lines.first() else {
         // Nothing but comments in the sample (or an empty file): reading it as an edge list
         // either finds data further on or reports an empty input.

@@ -58,7 +58,7 @@ pub fn open_inputs(
         return Err(Error::invalid("no input files given"));
     }
     for path in inputs {
-        compress::open_file(path)?;
+        compress::check_input_file(path)?;
     }
 
     let mut plans = Vec::new();
@@ -231,7 +231,7 @@ fn merge_plans(plans: &[Plan], opts: &ImportOptions) -> Result<InputInfo> {
                         let word = |d: bool| if d { "directed" } else { "undirected" };
                         return Err(Error::invalid(format!(
                             "the inputs disagree on direction: {} is {} but {} is {}; \
-                             choose with --undirected or --directed",
+                             pass --undirected to treat all as undirected, or import them separately",
                             earlier_path.display(),
                             word(earlier),
                             plan.path.display(),
