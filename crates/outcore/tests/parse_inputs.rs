@@ -1252,6 +1252,7 @@ fn inputs_that_disagree_on_direction() {
 
 /// Parse speed on a generated SNAP file; run with
 /// `cargo test --release -p outcore --test parse_inputs -- --ignored --nocapture parse_speed`.
+/// `PARSE_BENCH_EDGES` sets the size; `PARSE_BENCH_GZIP=1` measures the gzip-compressed file.
 #[test]
 #[ignore = "benchmark: run explicitly in release mode"]
 fn parse_speed_snap_text() {
@@ -1278,6 +1279,18 @@ fn parse_speed_snap_text() {
             .expect("write");
         }
     }
+    let path = if std::env::var("PARSE_BENCH_GZIP").is_ok_and(|v| v == "1") {
+        let compressed = dir.path().join("bench.txt.gz");
+        let mut encoder = flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(std::fs::File::create(&compressed).expect("create")),
+            flate2::Compression::fast(),
+        );
+        std::io::copy(&mut std::fs::File::open(&path).expect("open"), &mut encoder).expect("gzip");
+        encoder.finish().expect("gzip").flush().expect("flush");
+        compressed
+    } else {
+        path
+    };
     let size = std::fs::metadata(&path).expect("size").len();
     for round in 0..3 {
         let start = std::time::Instant::now();
