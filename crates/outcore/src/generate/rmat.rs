@@ -128,16 +128,13 @@ impl Rmat {
             }
             let draw = word & 0xffff_ffff;
             word >>= 32;
-            // Quadrants: A = (0, 0), B = (0, 1), C = (1, 0), D = (1, 1) as (row bit, column bit).
-            let (row_bit, column_bit) = if draw < self.thresholds[0] {
-                (0, 0)
-            } else if draw < self.thresholds[1] {
-                (0, 1)
-            } else if draw < self.thresholds[2] {
-                (1, 0)
-            } else {
-                (1, 1)
-            };
+            // Quadrant 0..4 = A, B, C, D, i.e. (row bit, column bit) = (0,0), (0,1), (1,0), (1,1).
+            // Counting thresholds passed instead of branching: the draws are unpredictable, so
+            // branches would mispredict about half the time.
+            let quadrant = (draw >= self.thresholds[0]) as u64
+                + (draw >= self.thresholds[1]) as u64
+                + (draw >= self.thresholds[2]) as u64;
+            let (row_bit, column_bit) = (quadrant >> 1, quadrant & 1);
             src = (src << 1) | row_bit;
             dst = (dst << 1) | column_bit;
         }
