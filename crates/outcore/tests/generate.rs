@@ -5,11 +5,11 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Mutex;
 
-use outcore::generate::{
-    EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, GeneratedSource, Generator, Grid, GridConfig, LabelPermutation, Rmat, RmatConfig,
-    EDGES_PER_CHUNK,
-};
 use outcore::generate::{write_edges, Edge};
+use outcore::generate::{
+    EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, GeneratedSource, Generator, Grid, GridConfig, LabelPermutation, Rmat,
+    RmatConfig, EDGES_PER_CHUNK,
+};
 use outcore::ingest::{InputRecord, RawId, RecordSource};
 use outcore::runtime::{CancelToken, NoProgress, Progress, ProgressBar, ProgressUnit};
 
@@ -72,8 +72,10 @@ fn rmat_same_seed_same_edges_whatever_the_threads_or_ranges() {
     assert_eq!(text_one, std::fs::read(&four).unwrap());
     assert_eq!(read_text_edges(&one), sequential.iter().map(|e| (e.src, e.dst, None)).collect::<Vec<_>>());
 
-    let records_one = in_pool(1, || read_all_records(GeneratedSource::new(generator.clone()).with_all_vertices(false), 1000));
-    let records_four = in_pool(4, || read_all_records(GeneratedSource::new(generator.clone()).with_all_vertices(false), 999));
+    let records_one =
+        in_pool(1, || read_all_records(GeneratedSource::new(generator.clone()).with_all_vertices(false), 1000));
+    let records_four =
+        in_pool(4, || read_all_records(GeneratedSource::new(generator.clone()).with_all_vertices(false), 999));
     assert_eq!(records_one, records_four);
     assert_eq!(records_one.len(), sequential.len());
 
@@ -102,7 +104,8 @@ fn rmat_degrees_are_heavily_skewed() {
     assert!(isolated > degree.len() / 20, "{isolated} isolated vertices");
 
     // Erdős–Rényi of the same size is not skewed: a contrast that shows the test can fail.
-    let uniform = ErdosRenyi::new(ErdosRenyiConfig { vertices: 1 << 14, edges: 16 << 14, ..Default::default() }).unwrap();
+    let uniform =
+        ErdosRenyi::new(ErdosRenyiConfig { vertices: 1 << 14, edges: 16 << 14, ..Default::default() }).unwrap();
     let uniform_max = *degrees(&uniform).iter().max().unwrap() as f64;
     assert!(uniform_max < 3.0 * mean, "erdos-renyi max degree {uniform_max} vs mean {mean}");
 }
@@ -307,7 +310,13 @@ fn read_text_edges(path: &Path) -> Vec<TextEdge> {
 fn read_binary_edges(path: &Path, width: usize) -> Vec<(u64, u64)> {
     let bytes = decompressed(path);
     assert_eq!(bytes.len() % (2 * width), 0);
-    let id = |b: &[u8]| if width == 4 { u32::from_le_bytes(b.try_into().unwrap()) as u64 } else { u64::from_le_bytes(b.try_into().unwrap()) };
+    let id = |b: &[u8]| {
+        if width == 4 {
+            u32::from_le_bytes(b.try_into().unwrap()) as u64
+        } else {
+            u64::from_le_bytes(b.try_into().unwrap())
+        }
+    };
     bytes.chunks(2 * width).map(|pair| (id(&pair[..width]), id(&pair[width..]))).collect()
 }
 
@@ -328,7 +337,12 @@ fn text_writers_round_trip_plain_and_compressed() {
         // Weights read back bit for bit (shortest round-trip formatting).
         let read = read_text_edges(&path);
         assert_eq!(read.len(), expected.len(), "{name}");
-        assert!(read.iter().zip(&expected).all(|(a, b)| a.0 == b.0 && a.1 == b.1 && a.2.map(f64::to_bits) == b.2.map(f64::to_bits)), "{name}");
+        assert!(
+            read.iter()
+                .zip(&expected)
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && a.2.map(f64::to_bits) == b.2.map(f64::to_bits)),
+            "{name}"
+        );
         if name.ends_with(".gz") || name.ends_with(".zst") {
             assert!(report.file_bytes < report.uncompressed_bytes, "{name} not compressed");
         }
@@ -440,7 +454,10 @@ fn generated_source_yields_edges_then_every_vertex() {
     let edges = all_edges(&generator);
     assert_eq!(records.len(), edges.len() + 9);
     for (record, edge) in records.iter().zip(&edges) {
-        assert_eq!(*record, InputRecord::Edge { src: RawId::U64(edge.src), dst: RawId::U64(edge.dst), weight: edge.weight });
+        assert_eq!(
+            *record,
+            InputRecord::Edge { src: RawId::U64(edge.src), dst: RawId::U64(edge.dst), weight: edge.weight }
+        );
     }
     let vertices: Vec<InputRecord> = (0..9).map(|v| InputRecord::Vertex(RawId::U64(v))).collect();
     assert_eq!(records[edges.len()..], vertices[..]);

@@ -25,6 +25,9 @@ fn floats_are_printed_like_c_percent_point_15e() {
         (1.0 / 3.0, "3.333333333333333e-01"),
         (f64::MAX, "1.797693134862316e+308"),
         (5e-324, "4.940656458412465e-324"),
+        // Exact ties round half to even, as glibc's printf does.
+        (2000000000000000.5, "2.000000000000000e+15"),
+        (2000000000000001.5, "2.000000000000002e+15"),
         (f64::INFINITY, "infinity"),
         (f64::NEG_INFINITY, "-infinity"),
         (f64::NAN, "nan"),
@@ -116,7 +119,13 @@ fn read_file(path: &Path) -> String {
     text
 }
 
-fn write_to_file(store: &Store, result: &AlgorithmResult, name: &str, format: OutputFormat, options: &OutputOptions) -> String {
+fn write_to_file(
+    store: &Store,
+    result: &AlgorithmResult,
+    name: &str,
+    format: OutputFormat,
+    options: &OutputOptions,
+) -> String {
     let path = store.dir().parent().unwrap().join(name);
     let rows = write_result_with(store, result, &OutputTarget::File(path.clone()), format, options).unwrap();
     assert_eq!(rows, store.num_vertices());
@@ -189,7 +198,9 @@ fn string_result(store: &Store) -> AlgorithmResult {
     let dense = |s: &str| ids.dense(&OriginalId::Str(s.into())).unwrap().unwrap();
     let mut labels = vec![0u64; 4];
     let mut degree = vec![0u64; 4];
-    for (name, label, d) in [("alice", "alice", 0), ("a,b", "a,b", 2), ("bob \"the\" builder", "a,b", 1), ("carol", "a,b", 1)] {
+    for (name, label, d) in
+        [("alice", "alice", 0), ("a,b", "a,b", 2), ("bob \"the\" builder", "a,b", 1), ("carol", "a,b", 1)]
+    {
         labels[dense(name) as usize] = dense(label);
         degree[dense(name) as usize] = d;
     }
@@ -235,14 +246,17 @@ fn results_that_do_not_fit_the_store_are_refused() {
         columns: vec![("v".into(), ValueColumn::Count(vec![1, 2]))],
         summary: Default::default(),
     };
-    let error = write_result(&store, &short, &OutputTarget::File(dir.path().join("x.txt")), OutputFormat::Text).unwrap_err();
+    let error =
+        write_result(&store, &short, &OutputTarget::File(dir.path().join("x.txt")), OutputFormat::Text).unwrap_err();
     assert!(error.to_string().contains("2 values") && error.to_string().contains("5 vertices"), "{error}");
     let bad_label = AlgorithmResult {
         algorithm: "x".into(),
         columns: vec![("label".into(), ValueColumn::Label(vec![0, 1, 2, 3, 99]))],
         summary: Default::default(),
     };
-    assert!(write_result(&store, &bad_label, &OutputTarget::File(dir.path().join("y.txt")), OutputFormat::Text).is_err());
+    assert!(
+        write_result(&store, &bad_label, &OutputTarget::File(dir.path().join("y.txt")), OutputFormat::Text).is_err()
+    );
     assert!(!dir.path().join("y.txt").exists());
 }
 
@@ -251,7 +265,10 @@ fn a_result_without_columns_lists_the_vertices() {
     let dir = tempfile::tempdir().unwrap();
     let store = u64_store(dir.path());
     let empty = AlgorithmResult { algorithm: "ids".into(), ..Default::default() };
-    assert_eq!(write_to_file(&store, &empty, "ids.txt", OutputFormat::Text, &OutputOptions::default()), "5\n7\n12\n30\n1000\n");
+    assert_eq!(
+        write_to_file(&store, &empty, "ids.txt", OutputFormat::Text, &OutputOptions::default()),
+        "5\n7\n12\n30\n1000\n"
+    );
 }
 
 #[cfg(feature = "parquet")]
@@ -274,7 +291,9 @@ mod parquet_output {
         let result = sample_result(&store);
         let path = dir.path().join("r.parquet");
         let options = OutputOptions { row_group_rows: 2, ..OutputOptions::default() };
-        let rows = write_result_with(&store, &result, &OutputTarget::File(path.clone()), OutputFormat::Parquet, &options).unwrap();
+        let rows =
+            write_result_with(&store, &result, &OutputTarget::File(path.clone()), OutputFormat::Parquet, &options)
+                .unwrap();
         assert_eq!(rows, 5);
         let (groups, rows) = read_rows(&path);
         assert_eq!(groups, 3);
@@ -320,12 +339,14 @@ mod parquet_output {
         let dir = tempfile::tempdir().unwrap();
         let store = u64_store(dir.path());
         let result = sample_result(&store);
-        let error = write_result(&store, &result, &OutputTarget::File(dir.path().join("r.parquet.gz")), OutputFormat::Parquet)
-            .unwrap_err();
+        let error =
+            write_result(&store, &result, &OutputTarget::File(dir.path().join("r.parquet.gz")), OutputFormat::Parquet)
+                .unwrap_err();
         assert!(error.to_string().contains("compressed inside"), "{error}");
         let clash = AlgorithmResult { columns: vec![("vertex".into(), ValueColumn::Count(vec![0; 5]))], ..result };
-        let error = write_result(&store, &clash, &OutputTarget::File(dir.path().join("c.parquet")), OutputFormat::Parquet)
-            .unwrap_err();
+        let error =
+            write_result(&store, &clash, &OutputTarget::File(dir.path().join("c.parquet")), OutputFormat::Parquet)
+                .unwrap_err();
         assert!(error.to_string().contains("'vertex'"), "{error}");
         assert!(!dir.path().join("c.parquet").exists());
     }

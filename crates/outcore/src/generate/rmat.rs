@@ -47,7 +47,16 @@ pub struct RmatConfig {
 
 impl Default for RmatConfig {
     fn default() -> Self {
-        RmatConfig { scale: 10, edge_factor: 16, seed: 1, a: 0.57, b: 0.19, c: 0.19, permute_labels: true, weights: false }
+        RmatConfig {
+            scale: 10,
+            edge_factor: 16,
+            seed: 1,
+            a: 0.57,
+            b: 0.19,
+            c: 0.19,
+            permute_labels: true,
+            weights: false,
+        }
     }
 }
 
@@ -83,7 +92,10 @@ impl Rmat {
             return Err(Error::invalid("rmat edge factor must be at least 1"));
         }
         let num_edges = config.edge_factor.checked_mul(1u64 << config.scale).ok_or_else(|| {
-            Error::invalid(format!("rmat edge factor {} at scale {} overflows the edge count", config.edge_factor, config.scale))
+            Error::invalid(format!(
+                "rmat edge factor {} at scale {} overflows the edge count",
+                config.edge_factor, config.scale
+            ))
         })?;
         let (a, b, c) = (config.a, config.b, config.c);
         let d = 1.0 - a - b - c;

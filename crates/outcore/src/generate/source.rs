@@ -70,7 +70,7 @@ impl<G: EdgeGenerator> GeneratedSource<G> {
     }
 
     fn refill(&mut self) {
-        let window = (2 * rayon::current_num_threads() as u64).max(2);
+        let window = (rayon::current_num_threads() as u64).max(2);
         let end = self.next_chunk.saturating_add(window).min(self.generator.num_chunks());
         let generator = &self.generator;
         let chunks: Vec<Vec<Edge>> = (self.next_chunk..end)
@@ -91,7 +91,11 @@ impl<G: EdgeGenerator> RecordSource for GeneratedSource<G> {
         let mut added = 0;
         while added < max {
             if let Some(edge) = self.pending.next() {
-                out.push(InputRecord::Edge { src: RawId::U64(edge.src), dst: RawId::U64(edge.dst), weight: edge.weight });
+                out.push(InputRecord::Edge {
+                    src: RawId::U64(edge.src),
+                    dst: RawId::U64(edge.dst),
+                    weight: edge.weight,
+                });
                 self.edges_emitted += 1;
                 added += 1;
             } else if self.next_chunk < self.generator.num_chunks() {

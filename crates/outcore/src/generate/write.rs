@@ -5,9 +5,9 @@
 //! them), anything else is a text edge list, `src dst` or `src dst weight` per line, which every
 //! tool reads. A `.gz` or `.zst` suffix compresses either.
 //!
-//! Formatting is the expensive part (scale 24 is 268 million lines), so a window of chunks is
+//! Generating and formatting cost the time (scale 24 is 268 million lines), so a window of chunks is
 //! generated and formatted in parallel into byte buffers while the previous window is written
-//! out in order: the file is identical for any thread count, memory stays at a few buffers per
+//! out in order: the file is identical for any thread count, memory stays at two buffers per
 //! thread, and the disk (or the compressor) is kept busy. Integers go through `itoa`; weights
 //! use Rust's shortest round-trip formatting, so reading them back gives the same f64.
 //!
@@ -47,7 +47,8 @@ impl EdgeFileKind {
     /// (`.txt`, `.el`, `.tsv`, `.edges`, ... with or without compression suffix).
     pub fn from_path(path: &Path) -> EdgeFileKind {
         let (compression, inner) = Compression::from_path(path);
-        let extension = Path::new(&inner).extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let extension =
+            Path::new(&inner).extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
         let layout = match extension.as_str() {
             "bin32" => EdgeFileLayout::Bin32,
             "bin64" => EdgeFileLayout::Bin64,
@@ -101,7 +102,7 @@ pub fn write_edges(
     let bar = progress.start(&format!("writing {}", path.display()), Some(generator.num_edges()), ProgressUnit::Edges);
 
     let chunks = generator.num_chunks();
-    let window = (2 * rayon::current_num_threads() as u64).max(2);
+    let window = (rayon::current_num_threads() as u64).max(2);
     let format_window = |start: u64| -> Vec<Vec<u8>> {
         let end = start.saturating_add(window).min(chunks);
         (start..end)

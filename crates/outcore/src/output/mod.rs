@@ -154,7 +154,12 @@ impl Default for OutputOptions {
 
 /// Writes `result` for every vertex of `store`, sorted by original id, with default options.
 /// Returns the number of rows (= vertices) written.
-pub fn write_result(store: &Store, result: &AlgorithmResult, target: &OutputTarget, format: OutputFormat) -> Result<u64> {
+pub fn write_result(
+    store: &Store,
+    result: &AlgorithmResult,
+    target: &OutputTarget,
+    format: OutputFormat,
+) -> Result<u64> {
     write_result_with(store, result, target, format, &OutputOptions::default())
 }
 
@@ -218,7 +223,9 @@ fn write_to<W: Write + Send>(
         #[cfg(feature = "parquet")]
         OutputFormat::Parquet => parquet::write(ids, result, out, options.row_group_rows.max(1), what),
         #[cfg(not(feature = "parquet"))]
-        OutputFormat::Parquet => Err(Error::invalid("parquet output needs outcore built with the `parquet` cargo feature")),
+        OutputFormat::Parquet => {
+            Err(Error::invalid("parquet output needs outcore built with the `parquet` cargo feature"))
+        }
     }
 }
 

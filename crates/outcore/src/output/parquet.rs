@@ -29,7 +29,10 @@ use crate::store::{IdMap, IdType, OriginalId};
 /// The values of one column for the current row group.
 enum ColumnBuffer {
     /// `definition` is `Some` for nullable columns: 1 = present, 0 = null (absent from `values`).
-    Int64 { values: Vec<i64>, definition: Option<Vec<i16>> },
+    Int64 {
+        values: Vec<i64>,
+        definition: Option<Vec<i16>>,
+    },
     Double(Vec<f64>),
     Bytes(Vec<ByteArray>),
 }
@@ -169,7 +172,10 @@ pub(super) fn write<W: Write + Send>(
     Ok(rows)
 }
 
-fn flush_group<W: Write + Send>(writer: &mut SerializedFileWriter<W>, buffers: &mut [ColumnBuffer]) -> parquet::errors::Result<()> {
+fn flush_group<W: Write + Send>(
+    writer: &mut SerializedFileWriter<W>,
+    buffers: &mut [ColumnBuffer],
+) -> parquet::errors::Result<()> {
     let mut group = writer.next_row_group()?;
     for buffer in buffers.iter_mut() {
         let mut column = group

@@ -31,7 +31,9 @@ impl Compression {
     pub fn from_path(path: &Path) -> (Compression, String) {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let lower = name.to_ascii_lowercase();
-        for (suffix, compression) in [(".gz", Compression::Gzip), (".zst", Compression::Zstd), (".zstd", Compression::Zstd)] {
+        for (suffix, compression) in
+            [(".gz", Compression::Gzip), (".zst", Compression::Zstd), (".zstd", Compression::Zstd)]
+        {
             if lower.ends_with(suffix) && lower.len() > suffix.len() {
                 return (compression, name[..name.len() - suffix.len()].to_string());
             }
@@ -92,12 +94,9 @@ impl OutputFile {
             Some(path.with_file_name(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id())))
         };
         let open_path = temp_path.as_deref().unwrap_or(path);
-        let file = if in_place {
-            std::fs::OpenOptions::new().write(true).open(open_path)
-        } else {
-            File::create(open_path)
-        }
-        .context(|| format!("creating {}", path.display()))?;
+        let file =
+            if in_place { std::fs::OpenOptions::new().write(true).open(open_path) } else { File::create(open_path) }
+                .context(|| format!("creating {}", path.display()))?;
         let buffered = BufWriter::with_capacity(BUFFER_BYTES, file);
         let encoder = match compression {
             Compression::None => Encoder::Plain(buffered),
