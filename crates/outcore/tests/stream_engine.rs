@@ -9,85 +9,47 @@ mod inmem_support;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
-use outcore::runtime::{MemoryBudget, NoProgress};
-use outcore::store::Store;
+use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::{Direction, Store};
 use outcore::Error;
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn unit(state: &mut u64) -> f64 {
-    (splitmix(state) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Graph500-style RMAT edges (A=0.57, B=C=0.19) on 2^scale vertices with permuted labels and
-/// weights in (0, 1].
-fn rmat_edges(scale: u32, edge_factor: u64, seed: u64) -> Vec<(u64, u64, f64)> {
-    let n = 1u64 << scale;
-    let mut state = seed;
-    let mut perm: Vec<u64> = (0..n).collect();
-    for i in (1..n as usize).rev() {
-        let j = (splitmix(&mut state) % (i as u64 + 1)) as usize;
-        perm.swap(i, j);
-    }
-    (0..n * edge_factor)
-        .map(|_| {
-            let (mut s, mut t) = (0u64, 0u64);
-            for _ in 0..scale {
-                let r = unit(&mut state);
-                let (bs, bt) = if r < 0.57 {
-                    (0, 0)
-                } else if r < 0.76 {
-                    (0, 1)
-                } else if r < 0.95 {
-                    (1, 0)
-                } else {
-                    (1, 1)
-                };
-                s = s << 1 | bs;
-                t = t << 1 | bt;
-            }
-            (perm[s as usize], perm[t as usize], 1.0 - unit(&mut state))
-        })
-        .collect()
-}
-
-/// G(n, m) edges with weights in (0, 1].
-fn er_edges(n: u64, m: u64, seed: u64) -> Vec<(u64, u64, f64)> {
-    let mut state = seed;
-    (0..m).map(|_| (splitmix(&mut state) % n, splitmix(&mut state) % n, 1.0 - unit(&mut state))).collect()
-}
 
 struct TestGraph {
     name: &'static str,
     _dir: tempfile::TempDir,
     store: Store,
-    /// A vertex with many out-edges (source of bfs, sssp).
+    /// The vertex with most out-edges (source of bfs, sssp).
     source: String,
+    /// Sources of mssp (original ids).
+    sources: Vec<String>,
 }
 
-fn graph(name: &'static str, n: u64, edges: Vec<(u64, u64, f64)>, directed: bool) -> TestGraph {
+/// Imports a generated graph (weights uniform in (0, 1]) through the import pipeline.
+fn graph<G: EdgeGenerator + 'static>(name: &'static str, generator: G, undirected: bool) -> TestGraph {
     let dir = tempfile::tempdir().unwrap();
-    let store = inmem_support::store(&dir.path().join("g"), n, &edges, directed, true);
-    let mut degree = vec![0u64; n as usize];
-    for &(s, _, _) in &edges {
-        degree[s as usize] += 1;
-    }
-    let source = (0..n).max_by_key(|&v| (degree[v as usize], v)).unwrap().to_string();
-    TestGraph { name, _dir: dir, store, source }
+    let options = ImportOptions { undirected: Some(undirected), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let (store, _) =
+        generate_into_store(generator, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    let offsets = store.csr(Direction::Out).unwrap().load().unwrap().offsets;
+    let busiest = (0..store.num_vertices()).max_by_key(|&v| offsets[v as usize + 1] - offsets[v as usize]).unwrap();
+    let ids = store.ids().unwrap();
+    let n = store.num_vertices();
+    let original = |d: u64| ids.original(d).unwrap().to_string();
+    let sources = vec![original(busiest), original(0), original(17), original(n / 3), original(n - 1)];
+    TestGraph { name, _dir: dir, source: original(busiest), sources, store }
 }
 
+/// Graph500 RMAT, scale 12, edge factor 16, directed.
 fn rmat_graph() -> TestGraph {
-    graph("rmat-12", 1 << 12, rmat_edges(12, 16, 7), true)
+    let config = RmatConfig { scale: 12, edge_factor: 16, seed: 7, weights: true, ..RmatConfig::default() };
+    graph("rmat-12", Rmat::new(config).unwrap(), false)
 }
 
+/// G(4000, 40 000), undirected (80 000 arcs less self-loops).
 fn er_graph() -> TestGraph {
-    graph("er-4000", 4000, er_edges(4000, 40_000, 11), false)
+    let config = ErdosRenyiConfig { vertices: 4000, edges: 40_000, seed: 11, self_loops: true, weights: true };
+    graph("er-4000", ErdosRenyi::new(config).unwrap(), true)
 }
 
 fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
@@ -95,7 +57,7 @@ fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
     match algorithm {
         "bfs" | "sssp" => p.source = Some(g.source.clone()),
         "mssp" => {
-            p.sources = vec![g.source.clone(), "0".into(), "17".into(), "1000".into(), "2999".into()];
+            p.sources = g.sources.clone();
         }
         "pr" => p.iterations = Some(10),
         _ => {}

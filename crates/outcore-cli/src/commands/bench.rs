@@ -15,7 +15,9 @@ use clap::{Args, Subcommand};
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::stream::{calibrate, IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
-use outcore::runtime::{format_size, parse_size, MemoryBudget};
+use outcore::generate::{generate_into_store, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
 use outcore::store::{Direction, Store};
 
 #[derive(Args)]
@@ -62,6 +64,10 @@ pub struct StreamBenchArgs {
     /// Keep the store in the page cache between runs (default: evict before each run).
     #[arg(long)]
     warm: bool,
+    /// Generate an RMAT graph of this scale (Graph500: edge factor 16, seed 1, directed,
+    /// unweighted) into --store first when it does not exist yet.
+    #[arg(long)]
+    generate_rmat: Option<u32>,
     /// Also write every run's statistics as a JSON array.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -107,9 +113,22 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
     };
     let runner = Runner::new(&store, options);
     run_algorithm(&runner, algorithm, &params)?;
-    let stats = runner.finish(algorithm);
+    let mut stats = runner.finish(algorithm);
+    // getrusage's peak survives exec (Linux folds the parent's mm into it), so a child forked
+    // from a large parent would report the parent's peak; VmHWM is this image's own.
+    if let Some(hwm) = vm_hwm_bytes() {
+        stats.peak_rss_bytes = hwm;
+    }
     std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
     Ok(())
+}
+
+/// Peak resident set of this process image (`VmHWM` in /proc/self/status).
+fn vm_hwm_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The original id of the vertex with the most out-edges.
@@ -161,6 +180,14 @@ impl Measured {
 }
 
 fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
+    if let (Some(scale), false) = (args.generate_rmat, args.store.exists()) {
+        let started = std::time::Instant::now();
+        let generator = Rmat::new(RmatConfig::with_scale(scale))?;
+        let options = ImportOptions { memory: MemoryBudget::parse(&args.memory)?, ..ImportOptions::default() };
+        let progress = crate::progress::TerminalProgress::new(false);
+        generate_into_store(generator, &args.store, &options, &progress, &CancelToken::new())?;
+        println!("generated rmat scale {scale} into {} in {:.1} s", args.store.display(), started.elapsed().as_secs_f64());
+    }
     let store = Store::open(&args.store)?;
     let budget = MemoryBudget::parse(&args.memory)?;
     let source = match &args.source {
