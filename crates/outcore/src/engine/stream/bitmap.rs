@@ -60,13 +60,17 @@ impl IndexedBitmap {
         self.partition_words * 64 * 64
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> bool {
         debug_assert!(i < self.len);
         self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
+    /// Sets bit `i` (< `len`; callers check, a debug build asserts) and its partition's
+    /// index bit.
+    #[inline]
     pub fn set(&mut self, i: usize) {
-        assert!(i < self.len, "bit {i} out of range for {} bits", self.len);
+        debug_assert!(i < self.len, "bit {i} out of range for {} bits", self.len);
         self.words[i / 64] |= 1 << (i % 64);
         let partition = i / 64 / self.partition_words;
         self.index[partition / 64] |= 1 << (partition % 64);
@@ -208,10 +212,12 @@ impl BitmapBlockMut<'_> {
         self.len == 0
     }
 
+    #[inline]
     pub fn get(&self, local: usize) -> bool {
         self.words[local / 64] >> (local % 64) & 1 == 1
     }
 
+    #[inline]
     pub fn set(&mut self, local: usize) {
         debug_assert!(local < self.len);
         self.words[local / 64] |= 1 << (local % 64);

@@ -560,14 +560,24 @@ impl<P: VertexProgram> Scatter<'_, P> {
             if e < vend {
                 let value = &self.values[v];
                 let source_out_degree = self.out_offsets[v + 1] - self.out_offsets[v];
-                for edge in e..vend {
-                    let rel = (edge - piece.first_edge) as usize;
+                let decode = |rel: usize| {
                     let at = piece.target_pos + rel * width;
-                    let target = if WIDE {
+                    if WIDE {
                         u64::from_le_bytes(targets[at..at + 8].try_into().unwrap())
                     } else {
                         u32::from_le_bytes(targets[at..at + 4].try_into().unwrap()) as u64
-                    };
+                    }
+                };
+                let piece_edges = piece.edges() as usize;
+                for edge in e..vend {
+                    let rel = (edge - piece.first_edge) as usize;
+                    // The accumulator slots are random accesses into an array far larger than
+                    // the caches: ask for the slot of a later edge now, so that its miss
+                    // overlaps the work on this one.
+                    if rel + PREFETCH_DISTANCE < piece_edges {
+                        prefetch(acc.msgs.as_ptr().wrapping_add(decode(rel + PREFETCH_DISTANCE) as usize));
+                    }
+                    let target = decode(rel);
                     let weight = match weights {
                         Some(w) => {
                             let at = piece.weight_pos + rel * 8;
@@ -595,6 +605,23 @@ impl<P: VertexProgram> Scatter<'_, P> {
             v += 1;
         }
     }
+}
+
+/// How many edges ahead the scatter prefetches accumulator slots.
+const PREFETCH_DISTANCE: usize = 16;
+
+/// Hints the CPU to bring the cache line at `ptr` into the cache (no effect elsewhere).
+#[inline(always)]
+fn prefetch<T>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and never dereferences in the
+    // language's sense, even for an address outside any allocation; SSE is part of the
+    // x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
 }
 
 /// Folds the accumulators into the first, applies, and builds the next frontier; returns the
