@@ -5,3 +5,5 @@ pub mod import;
 pub mod info;
 pub mod summary;
 pub mod validate;
+pub mod generate;
+pub mod run;
