@@ -7,3 +7,5 @@ pub mod import;
 pub mod info;
 pub mod summary;
 pub mod validate;
+pub mod generate;
+pub mod run;
