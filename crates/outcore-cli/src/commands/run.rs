@@ -7,7 +7,8 @@ use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
-use outcore::runtime::{format_size, CancelToken, MemoryBudget};
+use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
+use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
 use outcore::store::Store;
 
 use crate::progress::TerminalProgress;
@@ -59,6 +60,28 @@ pub struct RunArgs {
     /// No progress bars and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Stream engine: which edges an iteration reads: selective (Redio, default), full
+    /// (every edge, X-Stream-like) or block (fixed blocks, GridGraph-like).
+    #[arg(long, default_value = "selective")]
+    schedule: String,
+    /// Stream engine: gap threshold l in bytes, e.g. 64KiB (default: the device's
+    /// `outcore calibrate` figure, else 64 KiB).
+    #[arg(long)]
+    gap_threshold: Option<String>,
+    /// Stream engine: auto (O_DIRECT when an iteration's data will not fit the page cache),
+    /// direct or buffered.
+    #[arg(long, default_value = "auto")]
+    io: String,
+}
+
+/// The stream engine's options from the flags.
+fn stream_options(args: &RunArgs) -> anyhow::Result<StreamOptions> {
+    Ok(StreamOptions {
+        schedule: Schedule::parse(&args.schedule)?,
+        gap_threshold: args.gap_threshold.as_deref().map(parse_size).transpose()?,
+        io: IoMode::parse(&args.io)?,
+        ..StreamOptions::default()
+    })
 }
 
 pub fn params(args: &RunArgs) -> AlgorithmParams {
@@ -86,7 +109,7 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
             Some(m) => MemoryBudget::parse(m)?,
             None => MemoryBudget::default_for_machine(),
         },
-        ..RunOptions::default()
+        stream: stream_options(&args)?,
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
