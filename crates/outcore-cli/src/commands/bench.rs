@@ -119,6 +119,9 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
     if let Some(hwm) = vm_hwm_bytes() {
         stats.peak_rss_bytes = hwm;
     }
+    if let Some(cpu) = cpu_seconds() {
+        stats.extra.insert("cpu_seconds".into(), cpu.into());
+    }
     std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
     Ok(())
 }
@@ -129,6 +132,18 @@ fn vm_hwm_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kib * 1024)
+}
+
+/// User + system CPU time of this process so far (all threads, exited ones included), from
+/// /proc/self/stat in clock ticks of 1/100 s (USER_HZ). On a shared machine this moves less
+/// with other people's load than wall time does.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5) (utime, stime) are 12 and 13 after the state field.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// The original id of the vertex with the most out-edges.
@@ -211,8 +226,8 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&scratch)?;
     let mut runs = Vec::new();
     println!(
-        "{:<10} {:<10} {:>9} {:>6} {:>12} {:>9} {:>11} {:>6}",
-        "algorithm", "schedule", "wall s", "iters", "bytes read", "× file", "peak RSS", "≤ b+64M"
+        "{:<10} {:<10} {:>9} {:>8} {:>6} {:>12} {:>9} {:>11} {:>6}",
+        "algorithm", "schedule", "wall s", "cpu s", "iters", "bytes read", "× file", "peak RSS", "≤ b+64M"
     );
     for algorithm in list(&args.algorithms) {
         for schedule in list(&args.schedules) {
@@ -242,10 +257,11 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
             let run = Measured { algorithm: algorithm.clone(), schedule, stats };
             let (bytes, rss) = (run.number("bytes_read") as u64, run.number("peak_rss_bytes") as u64);
             println!(
-                "{:<10} {:<10} {:>9.2} {:>6} {:>12} {:>9.2} {:>11} {:>6}",
+                "{:<10} {:<10} {:>9.2} {:>8.2} {:>6} {:>12} {:>9.2} {:>11} {:>6}",
                 run.algorithm,
                 run.schedule,
                 run.number("wall_seconds"),
+                run.stats["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
                 run.number("iterations"),
                 format_size(bytes),
                 bytes as f64 / edge_bytes.max(1) as f64,
@@ -255,16 +271,17 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
             runs.push(run);
         }
     }
-    println!("\nratios (bytes read, wall time):");
+    println!("\nratios (bytes read, wall time, CPU time):");
     for algorithm in list(&args.algorithms) {
         let find = |s: &str| runs.iter().find(|r| r.algorithm == algorithm && r.schedule == s);
         let Some(selective) = find("selective") else { continue };
         for other in ["full", "block"] {
             if let Some(o) = find(other) {
                 println!(
-                    "  {algorithm:<10} selective/{other:<6} bytes {:.3}  time {:.3}",
+                    "  {algorithm:<10} selective/{other:<6} bytes {:.3}  wall {:.3}  cpu {:.3}",
                     selective.number("bytes_read") / o.number("bytes_read").max(1.0),
-                    selective.number("wall_seconds") / o.number("wall_seconds").max(1e-9)
+                    selective.number("wall_seconds") / o.number("wall_seconds").max(1e-9),
+                    selective.number("cpu_seconds") / o.number("cpu_seconds").max(1e-9)
                 );
             }
         }
