@@ -125,8 +125,12 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 params.sources.iter().map(|s| runner.resolve_vertex(s)).collect::<Result<Vec<_>>>()?
             } else if let Some(count) = params.num_sources {
                 mssp::sample_sources(runner.graph_info().num_vertices, count, params.seed.unwrap_or(0))?
+            } else if params.source.is_some() {
+                vec![source()?]
             } else {
-                return Err(Error::invalid("mssp needs sources (--sources ID,ID,... or --num-sources K [--seed N])"));
+                return Err(Error::invalid(
+                    "mssp needs sources (--sources ID,ID,... or --num-sources K [--seed N], or one --source ID)",
+                ));
             };
             mssp::run(runner, &mssp::Config { sources })?.into()
         }
