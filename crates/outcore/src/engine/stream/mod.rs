@@ -17,7 +17,9 @@
 //!    read — merged active chunks (gap threshold `l`, see [`calibrate`]), everything
 //!    ([`Schedule::Full`]) or fixed blocks ([`Schedule::Block`]) — lazily, in file order,
 //!    on the reader thread; a selective iteration whose active edges cover most of the file
-//!    streams it whole;
+//!    streams it whole. (Redio scans the frontier in parallel before the iteration, §4; here
+//!    the scan runs on the reader thread while the compute threads scatter, which hides it
+//!    as well and needs no plan in memory);
 //! 2. *scatter*: each filled buffer is split into equal slices of edges, one per accumulator;
 //!    slice `k` always goes to accumulator `k` (whichever rayon thread runs it), which owns a
 //!    full array of messages and a bitmap of the targets it touched. No locks or atomics in
