@@ -29,6 +29,10 @@ pub enum EdgeDirection {
     Out,
     /// Out-edges and in-edges (direction ignored: weakly connected components).
     Both,
+    /// In-edges only, reversed: an active vertex `v` sends along each in-arc `u → v` to `u`
+    /// (`EdgeRef { source: v, target: u, .. }`). This is "pull" expressed as push, for backward
+    /// sweeps such as Brandes' dependency accumulation. On an undirected store it equals `Out`.
+    In,
 }
 
 /// One edge as seen by `scatter`.

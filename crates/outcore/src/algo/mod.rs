@@ -3,6 +3,10 @@
 
 use crate::VertexId;
 
+pub mod bc;
+pub mod diameter;
+pub mod msbfs;
+
 /// A per-vertex output column, in dense-id order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValueColumn {

@@ -1,0 +1,255 @@
+//! Which vertices' adjacency lists go into the static cache (BASC paper §3.1–3.2).
+//!
+//! * **GVS** — greedy vertex selection, the paper's Algorithm 1. The penalty function F(C)
+//!   (§3.1) charges every edge `(v, u1)` with `u1` not cached the probability that it causes a
+//!   request, `1 / (r(u1) · d_i(u1))`, times the page under-use that request suffers,
+//!   `1 / Σ d_o(u2)` over the uncached neighbours `u2` of `v` that share `u1`'s page. GVS
+//!   attributes each edge's penalty to its target (`T[u1]`), then caches the vertices with the
+//!   highest penalty per byte of cache, `K` rounds of `M/K` bytes each, recomputing `T` after
+//!   every round so that later picks see the earlier ones.
+//! * **HighD / LowD / Random** — the paper's baselines (§5.1): lists by descending or ascending
+//!   out-degree, or in random order, until the cache is full.
+//!
+//! Definitions used here (the paper leaves them implicit):
+//! * a vertex's page `P(u)` is the page (of `--page-size` bytes of the targets file) where its
+//!   list starts; lists that share that page are "in the same page";
+//! * `r(u)` = the number of uncached, non-empty lists that start in `u`'s page (§3.1: "the
+//!   number of vertices whose edge lists are stored in the page");
+//! * the cost of caching `u` is its list's bytes plus [`INDEX_BYTES_PER_VERTEX`]; `M` is the
+//!   static cache's byte budget less its membership bitmap;
+//! * Algorithm 1 line 13 (as extracted) reads "minimum T[n]/deg(n)" while the text says GVS
+//!   "selects the vertices with the highest normalized penalty"; minimising F means removing the
+//!   largest penalty per byte, so we take the maximum of `T[u] / cost(u)`;
+//! * line 14 ends a round at the first vertex that would overflow `k/K · M`; in the last round
+//!   we skip such a vertex and go on, so that the cache is filled up to `M − ε` as §3.1 asks.
+//!
+//! Lists are read sequentially once per round; the time is `O(K (|E| + |V|))`, the paper's
+//! complexity without its incremental re-computation. The selection is saved in the store
+//! (`cache/selection-*.u64`, registered as a layout) and reused for the same method, page size
+//! and cache size.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::static_cache::{StaticCache, INDEX_BYTES_PER_VERTEX};
+use crate::error::{Error, Result};
+use crate::store::order::{scan_adjacency, shuffle};
+use crate::store::CsrLayout;
+
+/// How the static cache is filled (`--static-cache-select`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SelectionMethod {
+    /// No static cache: the whole cache budget is page cache.
+    None,
+    Gvs,
+    HighD,
+    LowD,
+    Random,
+}
+
+impl SelectionMethod {
+    pub const NAMES: &'static [&'static str] = &["gvs", "highd", "lowd", "random", "none"];
+
+    pub fn parse(name: &str) -> Result<SelectionMethod> {
+        Ok(match name {
+            "none" => SelectionMethod::None,
+            "gvs" => SelectionMethod::Gvs,
+            "highd" => SelectionMethod::HighD,
+            "lowd" => SelectionMethod::LowD,
+            "random" | "rand" => SelectionMethod::Random,
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown static cache selection '{other}' (available: {})",
+                    Self::NAMES.join(", ")
+                )))
+            }
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SelectionMethod::None => "none",
+            SelectionMethod::Gvs => "gvs",
+            SelectionMethod::HighD => "highd",
+            SelectionMethod::LowD => "lowd",
+            SelectionMethod::Random => "random",
+        }
+    }
+}
+
+/// Everything a selection depends on.
+pub struct SelectionInput<'a> {
+    pub layout: &'a CsrLayout,
+    pub out_offsets: &'a [u64],
+    /// In-degree of every vertex.
+    pub in_degree: &'a [u32],
+    pub page_size: u64,
+    /// Byte budget of the static cache.
+    pub budget_bytes: u64,
+    /// Bytes per cached edge (target, plus 8 with weights).
+    pub edge_bytes: u64,
+    pub rounds: usize,
+    pub seed: u64,
+}
+
+impl SelectionInput<'_> {
+    fn n(&self) -> usize {
+        self.out_offsets.len() - 1
+    }
+    fn degree(&self, v: usize) -> u64 {
+        self.out_offsets[v + 1] - self.out_offsets[v]
+    }
+    fn cost(&self, v: usize) -> u64 {
+        self.degree(v) * self.edge_bytes + INDEX_BYTES_PER_VERTEX
+    }
+    /// Budget left for lists after the membership bitmap.
+    fn list_budget(&self) -> u64 {
+        self.budget_bytes.saturating_sub(StaticCache::bytes_for(self.n() as u64, 0, 0, 0))
+    }
+    fn page_of(&self, v: usize) -> usize {
+        (self.out_offsets[v] * self.layout.target_bytes / self.page_size) as usize
+    }
+}
+
+/// Memory a selection needs while it runs (GVS: penalties, degrees, page counts, marks).
+pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64) -> u64 {
+    match method {
+        SelectionMethod::Gvs => vertices * (8 + 16) + pages * 4 + (8 << 20),
+        SelectionMethod::None => 0,
+        _ => vertices * 16,
+    }
+}
+
+/// Selects vertices; returns them sorted ascending.
+pub fn select(method: SelectionMethod, input: &SelectionInput) -> Result<Vec<u64>> {
+    let mut chosen = match method {
+        SelectionMethod::None => Vec::new(),
+        SelectionMethod::Gvs => gvs(input)?,
+        SelectionMethod::HighD | SelectionMethod::LowD | SelectionMethod::Random => {
+            let mut order: Vec<u64> = (0..input.n() as u64).filter(|&v| input.degree(v as usize) > 0).collect();
+            match method {
+                SelectionMethod::HighD => order.sort_by_key(|&v| (std::cmp::Reverse(input.degree(v as usize)), v)),
+                SelectionMethod::LowD => order.sort_by_key(|&v| (input.degree(v as usize), v)),
+                _ => shuffle(&mut order, input.seed),
+            }
+            fill(input, order.into_iter())
+        }
+    };
+    chosen.sort_unstable();
+    Ok(chosen)
+}
+
+/// Takes vertices in the given order while they fit in the budget (skipping those that do not).
+fn fill(input: &SelectionInput, order: impl Iterator<Item = u64>) -> Vec<u64> {
+    let budget = input.list_budget();
+    let mut used = 0u64;
+    let mut chosen = Vec::new();
+    for v in order {
+        let c = input.cost(v as usize);
+        if used + c <= budget {
+            used += c;
+            chosen.push(v);
+        }
+    }
+    chosen
+}
+
+/// A vertex with its penalty per cached byte, ordered for a max-heap (ties: smaller id first).
+struct Candidate {
+    score: f64,
+    vertex: u32,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score.total_cmp(&other.score).then_with(|| other.vertex.cmp(&self.vertex))
+    }
+}
+
+/// Algorithm 1 of the paper (see the module doc for the exact definitions).
+fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
+    let n = input.n();
+    if n >= u32::MAX as usize {
+        return Err(Error::invalid("GVS selection supports graphs of fewer than 2^32 vertices"));
+    }
+    let budget = input.list_budget();
+    let rounds = input.rounds.max(1);
+    let pages = (input.layout.targets.len().div_ceil(input.page_size) as usize).max(1);
+    let mut cached = vec![false; n];
+    let mut chosen: Vec<u64> = Vec::new();
+    let mut used = 0u64;
+    let mut penalty = vec![0f64; n];
+    let mut lists_in_page = vec![0u32; pages];
+    for k in 1..=rounds {
+        // r(u): uncached non-empty lists per page.
+        lists_in_page.fill(0);
+        for v in 0..n {
+            if !cached[v] && input.degree(v) > 0 {
+                lists_in_page[input.page_of(v)] += 1;
+            }
+        }
+        // T[u1] (lines 4–11): one sequential pass over all lists. A vertex's neighbours are
+        // sorted by id and pages grow with ids, so neighbours sharing a page are contiguous.
+        penalty.fill(0.0);
+        scan_adjacency(input.layout, input.out_offsets, 0..n as u64, |_, neighbours| {
+            let mut i = 0;
+            while i < neighbours.len() {
+                let u = neighbours[i] as usize;
+                if cached[u] || input.degree(u) == 0 {
+                    i += 1;
+                    continue;
+                }
+                let page = input.page_of(u);
+                let mut j = i;
+                let mut used_edges = 0u64;
+                while j < neighbours.len() && input.page_of(neighbours[j] as usize) == page {
+                    let w = neighbours[j] as usize;
+                    if !cached[w] {
+                        used_edges += input.degree(w);
+                    }
+                    j += 1;
+                }
+                let share = 1.0 / (lists_in_page[page].max(1) as f64 * used_edges as f64);
+                for &w in &neighbours[i..j] {
+                    let w = w as usize;
+                    if !cached[w] && input.degree(w) > 0 {
+                        penalty[w] += share / input.in_degree[w].max(1) as f64;
+                    }
+                }
+                i = j;
+            }
+            Ok(())
+        })?;
+        // Lines 12–16: highest penalty per cached byte first, up to k/K of the budget.
+        let round_limit = (budget as u128 * k as u128 / rounds as u128) as u64;
+        let mut heap: BinaryHeap<Candidate> = (0..n)
+            .filter(|&v| !cached[v] && penalty[v] > 0.0)
+            .map(|v| Candidate { score: penalty[v] / input.cost(v) as f64, vertex: v as u32 })
+            .collect();
+        while let Some(Candidate { vertex, .. }) = heap.pop() {
+            let v = vertex as usize;
+            let c = input.cost(v);
+            if used + c > round_limit {
+                if k < rounds {
+                    break;
+                }
+                continue;
+            }
+            cached[v] = true;
+            used += c;
+            chosen.push(v as u64);
+        }
+    }
+    Ok(chosen)
+}
