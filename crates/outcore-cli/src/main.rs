@@ -19,6 +19,8 @@ enum Command {
     Import(commands::import::ImportArgs),
     /// Describe a store: sizes, degrees, layouts.
     Info(commands::info::InfoArgs),
+    /// Print one table from several --stats-json files.
+    Summary(commands::summary::SummaryArgs),
 }
 
 /// Exit codes in the spirit of sysexits.h, so scripts can tell failures apart.
@@ -52,6 +54,7 @@ fn main() {
     let result = match cli.command {
         Command::Import(args) => commands::import::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
+        Command::Summary(args) => commands::summary::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -27,7 +27,9 @@ pub enum MessageKind {
 pub enum EdgeDirection {
     /// Out-edges (the default).
     Out,
-    /// Out-edges and in-edges (direction ignored: weakly connected components).
+    /// Out-edges and in-edges (direction ignored: weakly connected components). An in-arc
+    /// `u -> v` is scattered by `v` as `EdgeRef { source: v, target: u, .. }`. An undirected
+    /// store already holds both arcs of every edge, so there `Both` is the same as `Out`.
     Both,
     /// In-edges only, reversed: an active vertex `v` sends along each in-arc `u → v` to `u`
     /// (`EdgeRef { source: v, target: u, .. }`). This is "pull" expressed as push, for backward
@@ -127,6 +129,7 @@ pub trait VertexProgram: Sync + Send {
         None
     }
 
+    /// Called after iteration `iteration` with the number of vertices active in the next one.
     fn end_iteration(&self, _iteration: usize, _active_vertices: u64) -> Control {
         Control::Continue
     }

@@ -3,3 +3,4 @@
 
 pub mod import;
 pub mod info;
+pub mod summary;

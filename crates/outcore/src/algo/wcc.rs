@@ -1,0 +1,75 @@
+//! Weakly connected components (LDBC Graphalytics WCC): vertices joined by a path when edge
+//! directions are ignored share a label, the smallest vertex id of their component. Dense ids
+//! are assigned in ascending original-id order at import, so the smallest dense id is the
+//! smallest original id, and outputs print the label as that vertex's original id.
+//!
+//! As a vertex program: minimum-label propagation (the HCC algorithm of Kang et al., also
+//! Redio's and GraphD's WCC) along out- and in-edges ([`EdgeDirection::Both`]); a vertex whose
+//! label dropped sends it on in the next iteration.
+
+use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::Runner;
+use crate::error::Result;
+use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::VertexId;
+
+/// WCC has no parameters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Config;
+
+/// Component label (dense id of the component's smallest vertex) per vertex, in dense-id order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WccOutput {
+    pub component: Vec<VertexId>,
+}
+
+impl WccOutput {
+    /// Number of components.
+    pub fn count(&self) -> usize {
+        self.component.iter().enumerate().filter(|&(v, &c)| v as u64 == c).count()
+    }
+}
+
+struct Wcc;
+
+impl VertexProgram for Wcc {
+    type Value = VertexId;
+    type Msg = VertexId;
+
+    fn message_kind(&self) -> MessageKind {
+        MessageKind::Value
+    }
+    fn direction(&self) -> EdgeDirection {
+        EdgeDirection::Both
+    }
+    fn init(&self, v: VertexId, _: &GraphInfo) -> VertexId {
+        v
+    }
+    fn scatter(&self, label: &VertexId, _: EdgeRef) -> Option<VertexId> {
+        Some(*label)
+    }
+    fn combine(&self, a: VertexId, b: VertexId) -> VertexId {
+        a.min(b)
+    }
+    fn identity(&self) -> VertexId {
+        VertexId::MAX
+    }
+    fn apply(&self, _: VertexId, label: &mut VertexId, candidate: VertexId, _: &IterationContext) -> bool {
+        let improved = candidate < *label;
+        if improved {
+            *label = candidate;
+        }
+        improved
+    }
+}
+
+pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
+    Ok(WccOutput { component: runner.run_vertex_program(&Wcc)? })
+}
+
+impl From<WccOutput> for AlgorithmResult {
+    fn from(out: WccOutput) -> Self {
+        let count = out.count();
+        single_column("wcc", "component", ValueColumn::Label(out.component), [("components", count.into())])
+    }
+}
