@@ -16,7 +16,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn options() -> RunOptions {
-    RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30) }
+    RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() }
 }
 
 fn validate_with_reference_loader(dir: &Path) -> ValidationReport {

@@ -37,6 +37,9 @@ use crate::VertexId;
 
 const UNREACHED: u64 = u64::MAX;
 
+/// Default number of sampled sources (the paper samples 128; each costs two traversals).
+pub const DEFAULT_NUM_SOURCES: usize = 32;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Dense ids of the sources; all vertices for the exact value.
