@@ -93,22 +93,27 @@ pub fn in_degrees(store: &Store) -> Result<Vec<u32>> {
     Ok(offsets.windows(2).map(|w| (w[1] - w[0]).min(u32::MAX as u64) as u32).collect())
 }
 
+/// Edges read at once by [`scan_adjacency`] by default (12 MiB of buffers with u32 targets).
+pub const SCAN_CHUNK_EDGES: u64 = 1 << 20;
+
 /// Calls `visit(v, neighbours)` for every vertex of `vertices` in order, reading the targets
-/// sequentially in chunks of a few MiB (a longer list gets its own buffer).
+/// sequentially in chunks of `chunk_edges` edges (a longer list gets a buffer of its own).
+/// Buffers take about 12 bytes per edge of the chunk.
 pub fn scan_adjacency(
     layout: &CsrLayout,
     offsets: &[u64],
     vertices: Range<u64>,
+    chunk_edges: u64,
     mut visit: impl FnMut(u64, &[u64]) -> Result<()>,
 ) -> Result<()> {
-    const CHUNK_EDGES: u64 = 1 << 20;
+    let chunk_edges = chunk_edges.max(1);
     let mut decoded: Vec<u64> = Vec::new();
     let mut v = vertices.start;
     while v < vertices.end {
         // Vertices [v, w) whose lists fit in one chunk (at least one vertex).
         let first_edge = offsets[v as usize];
         let mut w = v + 1;
-        while w < vertices.end && offsets[w as usize + 1] - first_edge <= CHUNK_EDGES {
+        while w < vertices.end && offsets[w as usize + 1] - first_edge <= chunk_edges {
             w += 1;
         }
         let last_edge = offsets[w as usize];
@@ -139,7 +144,7 @@ pub fn order_cost(store: &Store) -> Result<OrderCost> {
     let indeg = in_degrees(store)?;
     let mut cost = 0.0f64;
     let mut weight = 0.0f64;
-    scan_adjacency(&layout, &offsets, 0..store.num_vertices(), |v, nbrs| {
+    scan_adjacency(&layout, &offsets, 0..store.num_vertices(), SCAN_CHUNK_EDGES, |v, nbrs| {
         let w = indeg[v as usize] as f64;
         if nbrs.len() > 1 && w > 0.0 {
             let mean = nbrs.iter().map(|&u| u as f64).sum::<f64>() / nbrs.len() as f64;

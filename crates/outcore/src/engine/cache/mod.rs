@@ -53,7 +53,7 @@ pub use selection::SelectionMethod;
 
 use self::page_cache::PageCache;
 use self::requests::{merge_requests, perform, PagedFile, ReadJob, MAX_PAGES_PER_REQUEST};
-use self::selection::{select, working_bytes, SelectionInput};
+use self::selection::{chunk_edges_within, select, working_bytes, SelectionInput};
 use self::static_cache::StaticCache;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
@@ -104,6 +104,8 @@ impl Default for CacheOptions {
 const PIPELINE_DEPTH: usize = 2;
 /// Upper bound on the pages of one batch, so that computation starts early.
 const MAX_BATCH_PAGES: usize = 1024;
+/// The fewest page frames the engine runs with (two batches of at least 4 pages).
+const MIN_FRAMES: u64 = 8;
 /// Bookkeeping not sized per vertex or per page (batches, request lists, thread stacks' use).
 const FIXED_OVERHEAD_BYTES: u64 = 4 << 20;
 
@@ -212,6 +214,52 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     result
 }
 
+/// The files read in pages, in page-numbering order: out targets, out weights, in targets,
+/// in weights (those that exist).
+fn paged_files(store: &Store) -> Vec<String> {
+    let mut rels: Vec<String> = vec!["csr-out/targets".into()];
+    if store.is_weighted() {
+        rels.push("csr-out/weights".into());
+    }
+    if store.is_directed() {
+        rels.push("csr-in/targets".into());
+        if store.is_weighted() {
+            rels.push("csr-in/weights".into());
+        }
+    }
+    rels
+}
+
+/// The global number of each file's first page, and the total number of pages.
+fn page_numbering(store: &Store, rels: &[String], page_size: u64) -> (Vec<u64>, u64) {
+    let mut total_pages = 0u64;
+    let mut first = Vec::new();
+    for rel in rels {
+        let len = store.manifest().files.get(rel).map(|f| f.bytes).unwrap_or(0);
+        first.push(total_pages);
+        total_pages += len.div_ceil(page_size);
+    }
+    (first, total_pages)
+}
+
+/// Memory the engine takes before any cache: reserved vertex state, offsets, page table and
+/// fixed bookkeeping.
+fn fixed_bytes(store: &Store, options: &CacheOptions, total_pages: u64) -> u64 {
+    let n = store.num_vertices();
+    let offsets = (n + 1) * 8 * if store.is_directed() { 2 } else { 1 };
+    n * options.state_bytes_per_vertex + offsets + PageCache::page_table_bytes(total_pages) + FIXED_OVERHEAD_BYTES
+}
+
+/// The `--memory` budget that leaves `cache_bytes` (static cache plus page-cache frames with
+/// their bookkeeping) to the caches of the engine on `store`: how benchmarks and tests give
+/// two configurations the same cache memory. At least the engine's minimum (8 page frames) is
+/// given.
+pub fn budget_for_cache_bytes(store: &Store, options: &CacheOptions, cache_bytes: u64) -> u64 {
+    let (_, total_pages) = page_numbering(store, &paged_files(store), options.page_size);
+    let minimum_cache = MIN_FRAMES * (options.page_size + PageCache::metadata_bytes_per_frame(options.page_size));
+    fixed_bytes(store, options, total_pages) + cache_bytes.max(minimum_cache)
+}
+
 /// How the cache memory is split.
 #[derive(Debug, Clone, Copy)]
 struct MemoryPlan {
@@ -241,24 +289,8 @@ impl CacheEngine {
         let weighted = store.is_weighted();
         let directed = store.is_directed();
 
-        // Files and page numbering: out targets, out weights, in targets, in weights.
-        let mut rels: Vec<String> = vec!["csr-out/targets".into()];
-        if weighted {
-            rels.push("csr-out/weights".into());
-        }
-        if directed {
-            rels.push("csr-in/targets".into());
-            if weighted {
-                rels.push("csr-in/weights".into());
-            }
-        }
-        let mut total_pages = 0u64;
-        let mut sizes = Vec::new();
-        for rel in &rels {
-            let len = store.manifest().files.get(rel).map(|f| f.bytes).unwrap_or(0);
-            sizes.push(total_pages);
-            total_pages += len.div_ceil(page_size);
-        }
+        let rels = paged_files(store);
+        let (sizes, total_pages) = page_numbering(store, &rels, page_size);
 
         let plan = Self::plan_memory(runner, total_pages)?;
         let mut setup = Map::new();
@@ -332,9 +364,9 @@ impl CacheEngine {
         let reserved_state = n * options.state_bytes_per_vertex;
         let offsets = (n + 1) * 8 * if store.is_directed() { 2 } else { 1 };
         let page_table = PageCache::page_table_bytes(total_pages);
-        let fixed = reserved_state + offsets + page_table + FIXED_OVERHEAD_BYTES;
+        let fixed = fixed_bytes(store, options, total_pages);
         let frame_bytes = options.page_size + PageCache::metadata_bytes_per_frame(options.page_size);
-        let minimum = fixed + 8 * frame_bytes;
+        let minimum = fixed + MIN_FRAMES * frame_bytes;
         if budget < minimum {
             return Err(Error::MemoryBudget(format!(
                 "the cache engine needs at least {} for this graph ({n} vertices: {} of vertex state, {} of offsets, \
@@ -351,7 +383,7 @@ impl CacheEngine {
             SelectionMethod::None => 0,
             _ => (cache as f64 * options.static_cache_share) as u64,
         };
-        static_cache = static_cache.min(cache - 8 * frame_bytes);
+        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
         let frames = ((cache - static_cache) / frame_bytes) as usize;
         Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames })
     }
@@ -392,14 +424,18 @@ impl CacheEngine {
         }
         let started = Instant::now();
         let io_before = store.counters().snapshot();
+        // The selection runs before the caches and the program state exist, so it may use
+        // their memory.
         let pages = layout.targets.len().div_ceil(options.page_size);
-        let needed = working_bytes(method, store.num_vertices(), pages);
-        if needed > plan.cache {
+        let available = plan.cache + plan.reserved_state;
+        let chunk_edges = chunk_edges_within(store.num_vertices(), pages, available);
+        let needed = working_bytes(method, store.num_vertices(), pages, chunk_edges);
+        if needed > available {
             return Err(Error::MemoryBudget(format!(
-                "{} selection needs about {} of working memory but the cache has {}",
+                "{} selection needs about {} of working memory but the cache and vertex state have {}",
                 method.name(),
                 format_size(needed),
-                format_size(plan.cache)
+                format_size(available)
             )));
         }
         let indeg = in_degrees(store)?;
@@ -412,6 +448,7 @@ impl CacheEngine {
             edge_bytes,
             rounds: options.gvs_rounds,
             seed: options.seed,
+            chunk_edges,
         };
         let bar = runner.progress().start(&format!("static cache selection ({})", method.name()), None, ProgressUnit::Items);
         let selected = select(method, &input)?;

@@ -90,6 +90,8 @@ pub struct SelectionInput<'a> {
     pub edge_bytes: u64,
     pub rounds: usize,
     pub seed: u64,
+    /// Edges read at once while scanning the lists.
+    pub chunk_edges: u64,
 }
 
 impl SelectionInput<'_> {
@@ -111,13 +113,20 @@ impl SelectionInput<'_> {
     }
 }
 
-/// Memory a selection needs while it runs (GVS: penalties, degrees, page counts, marks).
-pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64) -> u64 {
+/// Memory a selection needs while it runs (GVS: penalties, in-degrees, marks, heap, page
+/// counts and the scan buffers of `chunk_edges` edges).
+pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64, chunk_edges: u64) -> u64 {
     match method {
-        SelectionMethod::Gvs => vertices * (8 + 16) + pages * 4 + (8 << 20),
+        SelectionMethod::Gvs => vertices * (8 + 4 + 1 + 16 + 8) + pages * 4 + chunk_edges * 12,
         SelectionMethod::None => 0,
-        _ => vertices * 16,
+        _ => vertices * (4 + 16),
     }
+}
+
+/// The largest scan chunk (edges) that keeps GVS within `available` bytes, at least 1024.
+pub fn chunk_edges_within(vertices: u64, pages: u64, available: u64) -> u64 {
+    let fixed = working_bytes(SelectionMethod::Gvs, vertices, pages, 0);
+    (available.saturating_sub(fixed) / 12).clamp(1024, crate::store::order::SCAN_CHUNK_EDGES)
 }
 
 /// Selects vertices; returns them sorted ascending.
@@ -202,7 +211,7 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
         // T[u1] (lines 4–11): one sequential pass over all lists. A vertex's neighbours are
         // sorted by id and pages grow with ids, so neighbours sharing a page are contiguous.
         penalty.fill(0.0);
-        scan_adjacency(input.layout, input.out_offsets, 0..n as u64, |_, neighbours| {
+        scan_adjacency(input.layout, input.out_offsets, 0..n as u64, input.chunk_edges, |_, neighbours| {
             let mut i = 0;
             while i < neighbours.len() {
                 let u = neighbours[i] as usize;
