@@ -19,6 +19,8 @@ enum Command {
     Import(commands::import::ImportArgs),
     /// Describe a store: sizes, degrees, layouts.
     Info(commands::info::InfoArgs),
+    /// Check an engine against the LDBC Graphalytics validation graphs.
+    Validate(commands::validate::ValidateArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
 }
@@ -55,6 +57,7 @@ fn main() {
         Command::Import(args) => commands::import::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),
+        Command::Validate(args) => commands::validate::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

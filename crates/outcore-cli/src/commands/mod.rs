@@ -4,3 +4,4 @@
 pub mod import;
 pub mod info;
 pub mod summary;
+pub mod validate;
