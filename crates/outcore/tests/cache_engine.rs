@@ -14,8 +14,13 @@ use outcore::algo::{AlgorithmParams, ValueColumn};
 use outcore::engine::cache::SelectionMethod;
 use outcore::store::Store;
 
-const SELECTIONS: [SelectionMethod; 5] =
-    [SelectionMethod::None, SelectionMethod::Gvs, SelectionMethod::LowD, SelectionMethod::HighD, SelectionMethod::Random];
+const SELECTIONS: [SelectionMethod; 5] = [
+    SelectionMethod::None,
+    SelectionMethod::Gvs,
+    SelectionMethod::LowD,
+    SelectionMethod::HighD,
+    SelectionMethod::Random,
+];
 
 /// The algorithms of the cache engine with their parameters for a graph (sources as original ids).
 fn workload(source: &str, weighted: bool) -> Vec<(&'static str, AlgorithmParams)> {
@@ -40,7 +45,8 @@ fn check_against_inmem(store: &Store, source: &str, cache_fraction: f64, context
     let work = workload(source, weighted);
     let inmem = inmem_runner(store);
     let expected: Vec<_> = work.iter().map(|(name, p)| run(&inmem, name, p)).collect();
-    let adjacency_bytes: u64 = store.manifest().files.iter().filter(|(k, _)| k.starts_with("csr-")).map(|(_, f)| f.bytes).sum();
+    let adjacency_bytes: u64 =
+        store.manifest().files.iter().filter(|(k, _)| k.starts_with("csr-")).map(|(_, f)| f.bytes).sum();
     let mut most_evictions = 0.0f64;
     for page_size in [512u64, 8192] {
         for selection in SELECTIONS {
@@ -48,7 +54,11 @@ fn check_against_inmem(store: &Store, source: &str, cache_fraction: f64, context
             let runner = cache_runner(store, page_size, selection, cache_bytes);
             for ((name, p), want) in work.iter().zip(&expected) {
                 let got = run(&runner, name, p);
-                assert_same(&got, want, &format!("{context}: {name}, page {page_size}, selection {}", selection.name()));
+                assert_same(
+                    &got,
+                    want,
+                    &format!("{context}: {name}, page {page_size}, selection {}", selection.name()),
+                );
             }
             most_evictions = most_evictions.max(figure(&runner, "page_cache_evictions"));
             let misses = figure(&runner, "page_cache_misses");
@@ -61,9 +71,12 @@ fn check_against_inmem(store: &Store, source: &str, cache_fraction: f64, context
 #[test]
 fn graphalytics_graphs_match_inmem() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graphalytics");
-    for name in ["example-directed", "example-undirected", "test-bfs-directed", "test-wcc-undirected", "test-sssp-directed"] {
+    for name in
+        ["example-directed", "example-undirected", "test-bfs-directed", "test-wcc-undirected", "test-sssp-directed"]
+    {
         let tmp = tempfile::tempdir().unwrap();
-        let store = inmem_support::load_graphalytics(&dir.join(format!("{name}.properties")), &tmp.path().join("s")).unwrap();
+        let store =
+            inmem_support::load_graphalytics(&dir.join(format!("{name}.properties")), &tmp.path().join("s")).unwrap();
         let first = store.ids().unwrap().original(0).unwrap().to_string();
         check_against_inmem(&store, &first, 0.3, name);
     }
@@ -208,8 +221,12 @@ fn references() -> Vec<(String, Reference)> {
         }
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let ids: Vec<u64> = doc["vertices"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-        let edges: Vec<(u64, u64, f64)> =
-            doc["edges"].as_array().unwrap().iter().map(|e| (e[0].as_u64().unwrap(), e[1].as_u64().unwrap(), 1.0)).collect();
+        let edges: Vec<(u64, u64, f64)> = doc["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e[0].as_u64().unwrap(), e[1].as_u64().unwrap(), 1.0))
+            .collect();
         let tmp = tempfile::tempdir().unwrap();
         let directed = doc["directed"].as_bool().unwrap();
         let store = inmem_support::store_with_ids(&tmp.path().join("s"), ids, &edges, directed, false);
@@ -225,7 +242,11 @@ fn check_bc(reference: &Reference, runner: &outcore::engine::Runner, key: &str, 
     let ids = reference.store.ids().unwrap().all_u64().unwrap();
     for (dense, &value) in values.iter().enumerate() {
         let want = reference.doc[key][ids[dense].to_string()].as_f64().unwrap();
-        assert!(close(value, want) || (value - want).abs() < 1e-12, "{context} {key}: vertex {}: {value} vs networkx {want}", ids[dense]);
+        assert!(
+            close(value, want) || (value - want).abs() < 1e-12,
+            "{context} {key}: vertex {}: {value} vs networkx {want}",
+            ids[dense]
+        );
     }
 }
 
@@ -243,7 +264,13 @@ fn betweenness_equals_networkx_exactly() {
             let context = format!("{name} on {engine}");
             let exact = AlgorithmParams { num_sources: Some(n), ..params() };
             check_bc(&reference, runner, "exact_normalized", &exact, &context);
-            check_bc(&reference, runner, "exact_raw", &AlgorithmParams { unnormalized: true, ..exact.clone() }, &context);
+            check_bc(
+                &reference,
+                runner,
+                "exact_raw",
+                &AlgorithmParams { unnormalized: true, ..exact.clone() },
+                &context,
+            );
             let sampled = AlgorithmParams { sources: sources.clone(), ..params() };
             check_bc(&reference, runner, "sampled_normalized", &sampled, &context);
             check_bc(&reference, runner, "sampled_raw", &AlgorithmParams { unnormalized: true, ..sampled }, &context);
@@ -271,13 +298,17 @@ fn diameter_is_a_lower_bound_and_exact_on_trees_and_grids() {
             }
         }
     }
-    for (name, graph, exact) in
-        [("grid 45x17", grid(45, 17), 45 + 17 - 2), ("tree", random_tree(3000, 9), 0), ("tree 2", random_tree(500, 4), 0)]
-    {
+    for (name, graph, exact) in [
+        ("grid 45x17", grid(45, 17), 45 + 17 - 2),
+        ("tree", random_tree(3000, 9), 0),
+        ("tree 2", random_tree(500, 4), 0),
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let store = build(&tmp.path().join("s"), &graph);
         let exact = if exact > 0 { exact } else { tree_diameter(&graph) };
-        for (engine, runner) in [("inmem", inmem_runner(&store)), ("cache", cache_runner(&store, 512, SelectionMethod::Gvs, 8 << 10))] {
+        for (engine, runner) in
+            [("inmem", inmem_runner(&store)), ("cache", cache_runner(&store, 512, SelectionMethod::Gvs, 8 << 10))]
+        {
             for seed in 0..3 {
                 assert_eq!(diameter_of(&runner, 2, seed), exact, "{name} on {engine}, seed {seed}");
             }

@@ -15,7 +15,8 @@ use outcore::runtime::{MemoryBudget, NoProgress};
 use outcore::store::order::{order_cost, permutation, reorder, reorder_into, VertexOrder};
 use outcore::store::{Direction, Store};
 
-const ORDERS: [VertexOrder; 4] = [VertexOrder::None, VertexOrder::Degree, VertexOrder::Random { seed: 11 }, VertexOrder::Norder];
+const ORDERS: [VertexOrder; 4] =
+    [VertexOrder::None, VertexOrder::Degree, VertexOrder::Random { seed: 11 }, VertexOrder::Norder];
 
 fn budget() -> MemoryBudget {
     MemoryBudget::new(256 << 20)
@@ -38,7 +39,9 @@ fn arcs_in_original_ids(store: &Store, direction: Direction) -> Vec<(u64, u64, u
 
 #[test]
 fn every_ordering_is_a_bijection() {
-    for (name, graph) in [("rmat", rmat(11, 6, 1, true)), ("grid", grid(30, 20)), ("er", erdos_renyi(1500, 4000, 2, false, false))] {
+    for (name, graph) in
+        [("rmat", rmat(11, 6, 1, true)), ("grid", grid(30, 20)), ("er", erdos_renyi(1500, 4000, 2, false, false))]
+    {
         let tmp = tempfile::tempdir().unwrap();
         let store = build(&tmp.path().join("s"), &graph);
         for order in ORDERS {
@@ -46,10 +49,19 @@ fn every_ordering_is_a_bijection() {
             let distinct: BTreeSet<u64> = p.iter().copied().collect();
             assert_eq!(p.len() as u64, store.num_vertices(), "{name} {}", order.name());
             assert_eq!(distinct.len(), p.len(), "{name} {}: not injective", order.name());
-            assert_eq!(distinct.last().copied(), Some(store.num_vertices() - 1), "{name} {}: not onto 0..n", order.name());
+            assert_eq!(
+                distinct.last().copied(),
+                Some(store.num_vertices() - 1),
+                "{name} {}: not onto 0..n",
+                order.name()
+            );
         }
         // `none` on an unreordered store is the identity.
-        assert!(permutation(&store, VertexOrder::None, budget()).unwrap().iter().enumerate().all(|(i, &p)| p == i as u64));
+        assert!(permutation(&store, VertexOrder::None, budget())
+            .unwrap()
+            .iter()
+            .enumerate()
+            .all(|(i, &p)| p == i as u64));
     }
 }
 
@@ -64,9 +76,13 @@ fn norder_lowers_the_cost_model_against_a_random_order() {
         let tmp = tempfile::tempdir().unwrap();
         let original = build(&tmp.path().join("original"), &graph);
         // Start from a random order, so that the input order's own locality does not help.
-        let shuffled = reorder_into(&original, &tmp.path().join("random"), VertexOrder::Random { seed: 1 }, budget(), &NoProgress).unwrap();
-        let norder = reorder_into(&shuffled, &tmp.path().join("norder"), VertexOrder::Norder, budget(), &NoProgress).unwrap();
-        let degree = reorder_into(&shuffled, &tmp.path().join("degree"), VertexOrder::Degree, budget(), &NoProgress).unwrap();
+        let shuffled =
+            reorder_into(&original, &tmp.path().join("random"), VertexOrder::Random { seed: 1 }, budget(), &NoProgress)
+                .unwrap();
+        let norder =
+            reorder_into(&shuffled, &tmp.path().join("norder"), VertexOrder::Norder, budget(), &NoProgress).unwrap();
+        let degree =
+            reorder_into(&shuffled, &tmp.path().join("degree"), VertexOrder::Degree, budget(), &NoProgress).unwrap();
         let (random_cost, norder_cost, degree_cost) =
             (order_cost(&shuffled).unwrap(), order_cost(&norder).unwrap(), order_cost(&degree).unwrap());
         assert!(
@@ -80,7 +96,11 @@ fn norder_lowers_the_cost_model_against_a_random_order() {
             random_cost.normalized, degree_cost.normalized, norder_cost.normalized
         );
         // A random order sits near the normalised cost 1.
-        assert!((0.8..1.2).contains(&random_cost.normalized), "{name}: random normalised cost {}", random_cost.normalized);
+        assert!(
+            (0.8..1.2).contains(&random_cost.normalized),
+            "{name}: random normalised cost {}",
+            random_cost.normalized
+        );
     }
 }
 
@@ -142,14 +162,23 @@ fn results_in_original_ids_do_not_depend_on_the_ordering() {
     for order in [VertexOrder::Norder, VertexOrder::Degree, VertexOrder::Random { seed: 5 }] {
         let dir = tmp.path().join(order.name());
         let reordered = reorder_into(&base, &dir, order, budget(), &NoProgress).unwrap();
-        let runners = [("inmem", inmem_runner(&reordered)), ("cache", cache_runner(&reordered, 512, SelectionMethod::Gvs, 20 << 10))];
+        let runners = [
+            ("inmem", inmem_runner(&reordered)),
+            ("cache", cache_runner(&reordered, 512, SelectionMethod::Gvs, 20 << 10)),
+        ];
         for (engine, runner) in &runners {
             for ((name, p), want) in work.iter().zip(&expected) {
                 if *engine == "cache" && *name == "cdlp" {
                     continue; // a Pregel program: the cache engine runs vertex programs only
                 }
                 let got = run(runner, name, p);
-                assert_same_by_original(&reordered, &got, &base, want, &format!("{name} on {engine} after {}", order.name()));
+                assert_same_by_original(
+                    &reordered,
+                    &got,
+                    &base,
+                    want,
+                    &format!("{name} on {engine} after {}", order.name()),
+                );
             }
         }
     }

@@ -221,6 +221,10 @@ impl From<BcOutput> for AlgorithmResult {
         let mut summary = serde_json::Map::new();
         summary.insert("sources".into(), out.sources.into());
         summary.insert("exact".into(), out.exact.into());
-        AlgorithmResult { algorithm: "bc".into(), columns: vec![("centrality".into(), ValueColumn::Float(out.centrality))], summary }
+        AlgorithmResult {
+            algorithm: "bc".into(),
+            columns: vec![("centrality".into(), ValueColumn::Float(out.centrality))],
+            summary,
+        }
     }
 }

@@ -69,7 +69,11 @@ impl VertexProgram for Sweep {
         MessageKind::Value
     }
     fn init(&self, v: VertexId, _: &GraphInfo) -> u64 {
-        if v == self.source { 0 } else { UNREACHABLE }
+        if v == self.source {
+            0
+        } else {
+            UNREACHABLE
+        }
     }
     fn initially_active(&self, v: VertexId, _: &GraphInfo) -> bool {
         v == self.source

@@ -152,7 +152,10 @@ impl From<MsbfsOutput> for AlgorithmResult {
         let mut summary = serde_json::Map::new();
         summary.insert("sources".into(), out.sources.len().into());
         summary.insert("reachable_pairs".into(), pairs.into());
-        summary.insert("mean_distance".into(), serde_json::json!(if pairs > 0 { total as f64 / pairs as f64 } else { 0.0 }));
+        summary.insert(
+            "mean_distance".into(),
+            serde_json::json!(if pairs > 0 { total as f64 / pairs as f64 } else { 0.0 }),
+        );
         AlgorithmResult {
             algorithm: "msbfs".into(),
             columns: vec![

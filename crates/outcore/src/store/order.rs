@@ -67,7 +67,10 @@ impl VertexOrder {
             "random" => VertexOrder::Random { seed },
             "norder" => VertexOrder::Norder,
             other => {
-                return Err(Error::invalid(format!("unknown ordering '{other}' (available: {})", Self::NAMES.join(", "))))
+                return Err(Error::invalid(format!(
+                    "unknown ordering '{other}' (available: {})",
+                    Self::NAMES.join(", ")
+                )))
             }
         })
     }
@@ -350,7 +353,11 @@ pub fn reorder_into(
     for &direction in layouts {
         let spare = memory.bytes().saturating_sub(needed);
         let lists = RandomAccessLists::open(store, direction, spare)?;
-        let bar = progress.start(&format!("writing {} ({})", direction.layout_name(), order.name()), Some(n), ProgressUnit::Vertices);
+        let bar = progress.start(
+            &format!("writing {} ({})", direction.layout_name(), order.name()),
+            Some(n),
+            ProgressUnit::Vertices,
+        );
         let (mut targets, mut weights, mut pairs) = (Vec::new(), Vec::new(), Vec::<(u64, f64)>::new());
         let mut failed: Option<Error> = None;
         let arcs = (0..n).flat_map(|new_source| {
@@ -366,7 +373,10 @@ pub fn reorder_into(
             if new_source % 65536 == 0 {
                 bar.set_position(new_source);
             }
-            pairs.iter().map(move |&(target, weight)| Ok(Arc { source: new_source, target, weight })).collect::<Vec<_>>()
+            pairs
+                .iter()
+                .map(move |&(target, weight)| Ok(Arc { source: new_source, target, weight }))
+                .collect::<Vec<_>>()
         });
         let written = builder.write_csr(direction.layout_name(), n, weighted, arcs)?;
         if let Some(e) = failed {

@@ -30,7 +30,15 @@ pub fn rmat(scale: u32, edge_factor: u64, seed: u64, directed: bool) -> Graph {
         let (mut s, mut t) = (0u64, 0u64);
         for _ in 0..scale {
             let r = rng.below(100);
-            let (bs, bt) = if r < 57 { (0, 0) } else if r < 76 { (0, 1) } else if r < 95 { (1, 0) } else { (1, 1) };
+            let (bs, bt) = if r < 57 {
+                (0, 0)
+            } else if r < 76 {
+                (0, 1)
+            } else if r < 95 {
+                (1, 0)
+            } else {
+                (1, 1)
+            };
             s = s * 2 + bs;
             t = t * 2 + bt;
         }
@@ -83,8 +91,11 @@ pub fn random_tree(n: u64, seed: u64) -> Graph {
 pub fn build(dir: &Path, g: &Graph) -> Store {
     let ids: Vec<u64> = (0..g.n).map(|i| 3 * i + 10).collect();
     let edges = g.edges.iter().map(|&(s, t, w)| (s as usize, t as usize, w)).collect();
-    build_in_memory(dir, &InMemoryGraph { vertices: OriginalIds::U64(ids), edges, directed: g.directed, weighted: g.weighted })
-        .unwrap()
+    build_in_memory(
+        dir,
+        &InMemoryGraph { vertices: OriginalIds::U64(ids), edges, directed: g.directed, weighted: g.weighted },
+    )
+    .unwrap()
 }
 
 /// The original id the tests give vertex `i` (see [`build`]).

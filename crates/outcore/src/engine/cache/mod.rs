@@ -277,7 +277,9 @@ impl CacheEngine {
         let store = runner.store();
         let page_size = options.page_size;
         if page_size < 512 || page_size % 512 != 0 || page_size > (64 << 20) {
-            return Err(Error::invalid(format!("page size must be a multiple of 512 bytes up to 64 MiB, not {page_size}")));
+            return Err(Error::invalid(format!(
+                "page size must be a multiple of 512 bytes up to 64 MiB, not {page_size}"
+            )));
         }
         if !(0.0..=1.0).contains(&options.static_cache_share) {
             return Err(Error::invalid(format!(
@@ -352,7 +354,17 @@ impl CacheEngine {
         let page_cache = PageCache::new(page_size as usize, plan.frames, total_pages)?;
         setup.insert("page_cache_frames".into(), (plan.frames as u64).into());
         setup.insert("page_cache_bytes".into(), (plan.frames as u64 * page_size).into());
-        Ok(CacheEngine { options, vertices: n, files, out, inn, page_cache, static_cache, counters: EngineCounters::default(), setup })
+        Ok(CacheEngine {
+            options,
+            vertices: n,
+            files,
+            out,
+            inn,
+            page_cache,
+            static_cache,
+            counters: EngineCounters::default(),
+            setup,
+        })
     }
 
     /// Splits the budget (see the module doc) and checks that something is left for caching.
@@ -450,7 +462,8 @@ impl CacheEngine {
             seed: options.seed,
             chunk_edges,
         };
-        let bar = runner.progress().start(&format!("static cache selection ({})", method.name()), None, ProgressUnit::Items);
+        let bar =
+            runner.progress().start(&format!("static cache selection ({})", method.name()), None, ProgressUnit::Items);
         let selected = select(method, &input)?;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
@@ -519,7 +532,11 @@ impl CacheEngine {
                 active.set(v);
             }
         }
-        let bar = runner.progress().start("iterations (cache)", program.max_iterations().map(|m| m as u64), ProgressUnit::Iterations);
+        let bar = runner.progress().start(
+            "iterations (cache)",
+            program.max_iterations().map(|m| m as u64),
+            ProgressUnit::Iterations,
+        );
         let mut iteration = 0;
         loop {
             runner.cancel_token().check()?;
@@ -531,9 +548,8 @@ impl CacheEngine {
             let io_before = runner.io_snapshot();
             let cache_before = self.page_cache.counters();
             let counters_before = self.counters;
-            let global_sum: f64 = (0..n)
-                .map(|v| program.global_contribution(v, &values[v as usize], self.out_degree(v)))
-                .sum();
+            let global_sum: f64 =
+                (0..n).map(|v| program.global_contribution(v, &values[v as usize], self.out_degree(v))).sum();
 
             let mut edges_processed = 0u64;
             for &direction in directions {
@@ -554,7 +570,8 @@ impl CacheEngine {
                             Some(w) => f64::from_le_bytes(w[i * 8..i * 8 + 8].try_into().unwrap()),
                             None => 1.0,
                         };
-                        if let Some(msg) = program.scatter(value, EdgeRef { source, target, weight, source_out_degree }) {
+                        if let Some(msg) = program.scatter(value, EdgeRef { source, target, weight, source_out_degree })
+                        {
                             let t = target as usize;
                             acc[t] = program.combine(acc[t], msg);
                             received.set(target);
@@ -618,7 +635,10 @@ impl CacheEngine {
             extra.insert("page_cache_evictions".into(), (cache_now.evictions - cache_before.evictions).into());
             extra.insert("static_cache_hits".into(), (self.counters.static_hits - counters_before.static_hits).into());
             extra.insert("requests_issued".into(), (self.counters.requests - counters_before.requests).into());
-            extra.insert("merged_requests".into(), (self.counters.merged_requests - counters_before.merged_requests).into());
+            extra.insert(
+                "merged_requests".into(),
+                (self.counters.merged_requests - counters_before.merged_requests).into(),
+            );
             runner.record_iteration(stats);
             bar.inc(1);
             iteration += 1;
@@ -651,7 +671,10 @@ impl CacheEngine {
             ("page_utilisation", json!(utilisation)),
             ("page_utilisation_pages", json!(pages)),
             ("static_cache_hits", json!(self.counters.static_hits)),
-            ("static_cache_hit_ratio", json!(if lists > 0 { self.counters.static_hits as f64 / lists as f64 } else { 0.0 })),
+            (
+                "static_cache_hit_ratio",
+                json!(if lists > 0 { self.counters.static_hits as f64 / lists as f64 } else { 0.0 }),
+            ),
             ("requests_issued", json!(self.counters.requests)),
             ("merged_requests", json!(self.counters.merged_requests)),
             ("pages_read", json!(self.counters.pages_requested)),
@@ -913,12 +936,18 @@ impl Frontier<'_> {
                 if weights_file.is_some() {
                     run_end = run_end.min((w_page + 1) * page_size / 8);
                 }
-                let t_frame = self.page_cache.resident_frame(targets_first_page + t_page).expect("pinned page is resident");
-                let (ts, te) = ((edge * tb - t_page * page_size) as usize, (run_end * tb - t_page * page_size) as usize);
+                let t_frame =
+                    self.page_cache.resident_frame(targets_first_page + t_page).expect("pinned page is resident");
+                let (ts, te) =
+                    ((edge * tb - t_page * page_size) as usize, (run_end * tb - t_page * page_size) as usize);
                 self.page_cache.mark_used(t_frame, ts, te);
                 let weights_range = weights_file.map(|wf| {
-                    let w_frame = self.page_cache.resident_frame(self.files[wf].first_page + w_page).expect("pinned page is resident");
-                    let (ws, we) = ((edge * 8 - w_page * page_size) as usize, (run_end * 8 - w_page * page_size) as usize);
+                    let w_frame = self
+                        .page_cache
+                        .resident_frame(self.files[wf].first_page + w_page)
+                        .expect("pinned page is resident");
+                    let (ws, we) =
+                        ((edge * 8 - w_page * page_size) as usize, (run_end * 8 - w_page * page_size) as usize);
                     self.page_cache.mark_used(w_frame, ws, we);
                     (w_frame, ws, we)
                 });

@@ -110,7 +110,10 @@ impl PageCache {
 
     pub fn new(page_size: usize, frames: usize, total_pages: u64) -> Result<PageCache> {
         if frames == 0 || frames >= EMPTY as usize {
-            return Err(Error::MemoryBudget(format!("a page cache needs between 1 and {} frames, not {frames}", EMPTY - 1)));
+            return Err(Error::MemoryBudget(format!(
+                "a page cache needs between 1 and {} frames, not {frames}",
+                EMPTY - 1
+            )));
         }
         let words_per_frame = (page_size / UTILISATION_UNIT).div_ceil(64).max(1);
         Ok(PageCache {
@@ -291,7 +294,7 @@ mod tests {
         assert_eq!(cache.counters().evictions, 1);
         assert_eq!(cache.counters().evicted_utilisation_sum, 1.0);
         cache.mark_used(c, 0, 10); // 1 of 2 units of a 100-byte page
-        // Evicted page 4 (1.0), resident page 3 (1/8) and page 5 (1/2).
+                                   // Evicted page 4 (1.0), resident page 3 (1/8) and page 5 (1/2).
         let (mean, pages) = cache.utilisation();
         assert_eq!(pages, 3);
         assert!((mean.unwrap() - (1.0 + 0.125 + 0.5) / 3.0).abs() < 1e-12);

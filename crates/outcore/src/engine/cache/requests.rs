@@ -118,7 +118,12 @@ fn try_direct(file: &StoreFile, page_size: u64) -> bool {
 pub fn drop_from_os_cache(file: &StoreFile, offset: u64, len: u64) {
     // SAFETY: posix_fadvise has no memory-safety preconditions; errors are only advisory.
     unsafe {
-        libc::posix_fadvise(file.raw().as_raw_fd(), offset as libc::off_t, len as libc::off_t, libc::POSIX_FADV_DONTNEED);
+        libc::posix_fadvise(
+            file.raw().as_raw_fd(),
+            offset as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
     }
 }
 
@@ -181,12 +186,18 @@ pub fn perform(file: &PagedFile, request: &ReadRequest, counters: &IoCounters) -
                     if err.kind() == std::io::ErrorKind::Interrupted {
                         continue;
                     }
-                    return Err(Error::store(file.file.path(), format!("read of page at offset {page_offset} failed: {err}")));
+                    return Err(Error::store(
+                        file.file.path(),
+                        format!("read of page at offset {page_offset} failed: {err}"),
+                    ));
                 }
                 if r == 0 {
                     return Err(Error::store(
                         file.file.path(),
-                        format!("unexpected end of file at offset {} (the layout is truncated)", page_offset + done as u64),
+                        format!(
+                            "unexpected end of file at offset {} (the layout is truncated)",
+                            page_offset + done as u64
+                        ),
                     ));
                 }
                 done += r as usize;
@@ -225,7 +236,8 @@ mod tests {
     #[test]
     fn merges_only_adjacent_pages_of_the_same_file() {
         let f = FramePtr(std::ptr::null_mut());
-        let missing = [(0, 1, f, 8), (0, 2, f, 8), (0, 3, f, 8), (0, 5, f, 8), (1, 6, f, 8), (1, 7, f, 8), (1, 8, f, 4)];
+        let missing =
+            [(0, 1, f, 8), (0, 2, f, 8), (0, 3, f, 8), (0, 5, f, 8), (1, 6, f, 8), (1, 7, f, 8), (1, 8, f, 4)];
         let merged = merge_requests(&missing, 2);
         let shape: Vec<(usize, u64, usize)> = merged.iter().map(|r| (r.file, r.first_page, r.frames.len())).collect();
         assert_eq!(shape, vec![(0, 1, 2), (0, 3, 1), (0, 5, 1), (1, 6, 2), (1, 8, 1)]);

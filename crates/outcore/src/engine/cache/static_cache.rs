@@ -51,7 +51,12 @@ impl StaticCache {
     }
 
     /// Loads the lists of `selected` (sorted, distinct) from `layout`, with weights when asked.
-    pub fn load(layout: &CsrLayout, offsets: &[u64], selected: &[u64], with_weights: bool) -> Result<(StaticCache, LoadReport)> {
+    pub fn load(
+        layout: &CsrLayout,
+        offsets: &[u64],
+        selected: &[u64],
+        with_weights: bool,
+    ) -> Result<(StaticCache, LoadReport)> {
         let started = Instant::now();
         let n = offsets.len() - 1;
         let mut member = vec![0u64; n.div_ceil(64)];
@@ -71,7 +76,8 @@ impl StaticCache {
             _ => None,
         };
         report.seconds = started.elapsed().as_secs_f64();
-        let cache = StaticCache { member, vertices: selected.to_vec(), starts, targets, weights, target_bytes: tb as usize };
+        let cache =
+            StaticCache { member, vertices: selected.to_vec(), starts, targets, weights, target_bytes: tb as usize };
         Ok((cache, report))
     }
 
