@@ -23,6 +23,10 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
+    /// Renumber a store's vertices (none, degree, random, norder).
+    Reorder(commands::reorder::ReorderArgs),
+    /// Benchmarks (`bench cache`: BASC, GVS and Norder at equal memory).
+    Bench(commands::bench::BenchArgs),
 }
 
 /// Exit codes in the spirit of sysexits.h, so scripts can tell failures apart.
@@ -58,6 +62,8 @@ fn main() {
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),
+        Command::Reorder(args) => commands::reorder::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

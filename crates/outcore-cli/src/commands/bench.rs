@@ -1,0 +1,28 @@
+//! `outcore bench ...`: benchmarks that measure an engine's techniques against their baselines
+//! in one invocation (DESIGN.md "Tests and benchmarks"). One subcommand per engine.
+
+use clap::{Args, Subcommand};
+
+use super::bench_cache;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    kind: BenchKind,
+}
+
+#[derive(Subcommand)]
+enum BenchKind {
+    /// Cache engine: orderings × static-cache selections × BFS-like algorithms at equal memory.
+    Cache(bench_cache::BenchCacheArgs),
+    /// One run of `bench cache` (a child process, for per-run peak RSS).
+    #[command(hide = true)]
+    CacheRun(bench_cache::BenchCacheRunArgs),
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.kind {
+        BenchKind::Cache(a) => bench_cache::run(a),
+        BenchKind::CacheRun(a) => bench_cache::run_child(a),
+    }
+}
