@@ -123,6 +123,9 @@ pub fn run_child(args: BenchCacheRunArgs) -> anyhow::Result<()> {
     };
     let result = run_algorithm(&runner, &args.algorithm, &params)?;
     let stats = runner.finish(&args.algorithm);
+    // getrusage's ru_maxrss survives exec (it starts from the parent's high-water mark), so
+    // a child reads its own from /proc/self/status (VmHWM, reset at exec).
+    let peak_rss = own_peak_rss_bytes().unwrap_or(stats.peak_rss_bytes);
     let compute: f64 = stats.per_iteration.iter().map(|i| i.seconds).sum();
     let bytes: u64 = stats.per_iteration.iter().map(|i| i.bytes_read).sum();
     let requests: u64 =
@@ -132,13 +135,21 @@ pub fn run_child(args: BenchCacheRunArgs) -> anyhow::Result<()> {
         "iteration_bytes_read": bytes,
         "iteration_requests": requests,
         "child_seconds": started.elapsed().as_secs_f64(),
-        "peak_rss_bytes": stats.peak_rss_bytes,
+        "peak_rss_bytes": peak_rss,
         "iterations": stats.iterations,
         "summary": result.summary,
         "extra": stats.extra,
     });
     println!("{}", serde_json::to_string(&out)?);
     Ok(())
+}
+
+/// This process's peak resident set (VmHWM of /proc/self/status), in bytes.
+fn own_peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Adjacency bytes (csr-out and csr-in files) of a store.

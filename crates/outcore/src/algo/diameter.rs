@@ -8,6 +8,12 @@
 //! (undirected) two sweeps already give the exact diameter: the farthest vertex from any vertex
 //! of a tree is an end of a longest path, and on a grid it is a corner.
 //!
+//! On directed graphs the sweeps alternate between out-edges and in-edges (the directed
+//! 2-sweep of Crescenzi et al.): a forward sweep from `s` finds the vertex `t` farthest from
+//! `s`, the backward sweep from `t` finds the vertex farthest *to* `t`, and so on. The farthest
+//! vertex of a forward sweep is often a sink, from which a second forward sweep would reach
+//! nothing; every backward eccentricity is a distance d(v, t) as well, so the bound stays valid.
+//!
 //! The first source is a random vertex (`seed`; vertices are drawn by their rank in original-id
 //! order, so the choice does not depend on the store's ordering); a vertex whose BFS reaches no
 //! other vertex is replaced by another draw (at most 64 draws). Each later sweep starts from the
@@ -15,14 +21,15 @@
 //! id). `sweeps` BFS runs are made (default 4), fewer when no new source is left.
 //!
 //! Output: the diameter bound and the sweeps in the summary, and per vertex the largest
-//! distance to it from any sweep source (`eccentricity_lower_bound`; on undirected graphs a
-//! lower bound of the vertex's eccentricity), or unreachable when no sweep reached it.
+//! distance between it and a sweep source found by the sweeps (`eccentricity_lower_bound`; on
+//! undirected graphs a lower bound of the vertex's eccentricity), or unreachable when no sweep
+//! reached it.
 
 use super::msbfs::sample_sources;
 use super::{AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
-use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
 use crate::VertexId;
 
 /// Depth of vertices a sweep does not reach.
@@ -59,6 +66,8 @@ pub struct DiameterOutput {
 
 struct Sweep {
     source: VertexId,
+    /// `Out` for a forward sweep, `In` for a backward one.
+    direction: EdgeDirection,
 }
 
 impl VertexProgram for Sweep {
@@ -67,6 +76,9 @@ impl VertexProgram for Sweep {
 
     fn message_kind(&self) -> MessageKind {
         MessageKind::Value
+    }
+    fn direction(&self) -> EdgeDirection {
+        self.direction
     }
     fn init(&self, v: VertexId, _: &GraphInfo) -> u64 {
         if v == self.source {
@@ -104,6 +116,7 @@ fn eccentricity(depth: &[u64]) -> (u64, usize) {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<DiameterOutput> {
     let n = runner.graph_info().num_vertices;
+    let directed = runner.graph_info().directed;
     if n == 0 {
         return Ok(DiameterOutput { diameter: 0, sweeps: Vec::new(), eccentricity_lower_bound: Vec::new() });
     }
@@ -128,13 +141,13 @@ pub fn run(runner: &Runner, config: &Config) -> Result<DiameterOutput> {
         Some(s) if s >= n => return Err(Error::invalid(format!("source vertex (dense id {s}) is not in the graph"))),
         Some(s) => {
             source = s;
-            depth = runner.run_vertex_program(&Sweep { source })?;
+            depth = runner.run_vertex_program(&Sweep { source, direction: EdgeDirection::Out })?;
         }
         None => {
             let mut draw = 0u64;
             loop {
                 source = sample_sources(runner, 1, config.seed.wrapping_add(draw))?[0];
-                depth = runner.run_vertex_program(&Sweep { source })?;
+                depth = runner.run_vertex_program(&Sweep { source, direction: EdgeDirection::Out })?;
                 draw += 1;
                 if eccentricity(&depth).1 > 1 || draw >= 64 {
                     break;
@@ -152,7 +165,9 @@ pub fn run(runner: &Runner, config: &Config) -> Result<DiameterOutput> {
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
             .map(|(v, _)| v as VertexId);
         let Some(next) = next else { break };
-        depth = runner.run_vertex_program(&Sweep { source: next })?;
+        let backward = directed && sweeps.len() % 2 == 1;
+        let direction = if backward { EdgeDirection::In } else { EdgeDirection::Out };
+        depth = runner.run_vertex_program(&Sweep { source: next, direction })?;
         record(next, &depth, &mut sweeps);
     }
     let diameter = sweeps.iter().map(|&(_, e)| e).max().unwrap_or(0);

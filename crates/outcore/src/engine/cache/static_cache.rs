@@ -7,8 +7,9 @@
 //! instead spends memory on exactly the lists that would waste most of a page if fetched
 //! (chosen by `selection.rs`), and lookups go to it first: a vertex found here costs no I/O.
 //!
-//! Layout: a membership bitmap (one bit per vertex, for a fast negative answer), the sorted
-//! selected vertex ids with the start of each list in one packed byte array of targets (as
+//! Layout: a membership bitmap (one bit per vertex, for a fast negative answer) with the rank
+//! of each 64-bit word (so a cached vertex's position is found in O(1)), the sorted selected
+//! vertex ids with the start of each list in one packed byte array of targets (as
 //! stored on disk: u32 or u64 little-endian), and a packed array of weights when the program
 //! reads them.
 
@@ -35,6 +36,8 @@ pub struct LoadReport {
 
 pub struct StaticCache {
     member: Vec<u64>,
+    /// Number of cached vertices before each word of `member` (rank in O(1)).
+    rank_before_word: Vec<u64>,
     vertices: Vec<u64>,
     /// Start of each list in edges; `starts[i + 1] - starts[i]` is the degree.
     starts: Vec<u64>,
@@ -47,7 +50,7 @@ impl StaticCache {
     /// Bytes the cache takes for `vertices` lists with `edges` edges in total on a graph of
     /// `num_vertices` vertices.
     pub fn bytes_for(num_vertices: u64, vertices: u64, edges: u64, edge_bytes: u64) -> u64 {
-        num_vertices.div_ceil(64) * 8 + vertices * INDEX_BYTES_PER_VERTEX + 8 + edges * edge_bytes
+        num_vertices.div_ceil(64) * 16 + vertices * INDEX_BYTES_PER_VERTEX + 8 + edges * edge_bytes
     }
 
     /// Loads the lists of `selected` (sorted, distinct) from `layout`, with weights when asked.
@@ -76,8 +79,21 @@ impl StaticCache {
             _ => None,
         };
         report.seconds = started.elapsed().as_secs_f64();
-        let cache =
-            StaticCache { member, vertices: selected.to_vec(), starts, targets, weights, target_bytes: tb as usize };
+        let mut rank_before_word = Vec::with_capacity(member.len());
+        let mut count = 0u64;
+        for word in &member {
+            rank_before_word.push(count);
+            count += word.count_ones() as u64;
+        }
+        let cache = StaticCache {
+            member,
+            rank_before_word,
+            vertices: selected.to_vec(),
+            starts,
+            targets,
+            weights,
+            target_bytes: tb as usize,
+        };
         Ok((cache, report))
     }
 
@@ -94,7 +110,7 @@ impl StaticCache {
     }
 
     pub fn bytes(&self) -> u64 {
-        (self.member.len() * 8 + self.vertices.len() * 8 + self.starts.len() * 8 + self.targets.len()) as u64
+        (self.member.len() * 16 + self.vertices.len() * 8 + self.starts.len() * 8 + self.targets.len()) as u64
             + self.weights.as_ref().map_or(0, |w| w.len() as u64)
     }
 
@@ -108,10 +124,13 @@ impl StaticCache {
 
     /// The raw targets (and weights) of `v`'s list when `v` is cached.
     pub fn get(&self, v: u64) -> Option<(&[u8], Option<&[u8]>)> {
-        if self.member[v as usize / 64] & (1 << (v % 64)) == 0 {
+        let word = self.member[v as usize / 64];
+        let bit = 1u64 << (v % 64);
+        if word & bit == 0 {
             return None;
         }
-        let i = self.vertices.binary_search(&v).ok()?;
+        let i = (self.rank_before_word[v as usize / 64] + (word & (bit - 1)).count_ones() as u64) as usize;
+        debug_assert_eq!(self.vertices[i], v);
         let (s, e) = (self.starts[i] as usize, self.starts[i + 1] as usize);
         let targets = &self.targets[s * self.target_bytes..e * self.target_bytes];
         let weights = self.weights.as_ref().map(|w| &w[s * 8..e * 8]);
