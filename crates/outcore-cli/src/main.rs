@@ -15,12 +15,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate a synthetic graph (R-MAT, Erdős–Rényi, grid) to a file or a store.
+    Generate(commands::generate::GenerateArgs),
     /// Import edge lists into a store (bounded memory, external sorting).
     Import(commands::import::ImportArgs),
     /// Describe a store: sizes, degrees, layouts.
     Info(commands::info::InfoArgs),
     /// Check an engine against the LDBC Graphalytics validation graphs.
     Validate(commands::validate::ValidateArgs),
+    /// Run an algorithm on a store.
+    Run(commands::run::RunArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
     /// Renumber a store's vertices (none, degree, random, norder).
@@ -58,7 +62,9 @@ fn main() {
         });
     }
     let result = match cli.command {
+        Command::Generate(args) => commands::generate::run(args, &cancel),
         Command::Import(args) => commands::import::run(args, &cancel),
+        Command::Run(args) => commands::run::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),

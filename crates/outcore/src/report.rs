@@ -97,7 +97,12 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
 /// One or two lines describing a summary for people.
 pub fn describe(summary: &Map<String, Value>) -> Vec<String> {
     let mut lines = Vec::new();
-    for (name, value) in summary {
+    let scalars: Vec<String> = summary
+        .iter()
+        .filter(|(_, v)| !v.is_object())
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    for (name, value) in summary.iter().filter(|(_, v)| v.is_object()) {
         let get = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
         if value.get("reached").is_some() {
             lines.push(format!("{name}: reached {} of {} vertices, max depth {}", get("reached"), get("vertices"), get("max_depth")));
@@ -119,6 +124,9 @@ pub fn describe(summary: &Map<String, Value>) -> Vec<String> {
         } else {
             lines.push(format!("{name}: {value}"));
         }
+    }
+    if !scalars.is_empty() {
+        lines.push(scalars.join(", "));
     }
     lines
 }

@@ -124,3 +124,13 @@ fn empty_graph_is_a_valid_store() {
     assert_eq!(store.num_vertices(), 0);
     assert_eq!(store.csr(Direction::Out).unwrap().load().unwrap().offsets, vec![0]);
 }
+
+#[test]
+fn leftovers_of_killed_builds_are_removed_by_the_next_build() {
+    let dir = tempfile::tempdir().unwrap();
+    // a pid that cannot exist (above the kernel's pid_max limit of 2^22)
+    let stale = dir.path().join(".g.building-99999999");
+    std::fs::create_dir_all(stale.join("csr-out")).unwrap();
+    build_in_memory(&dir.path().join("g"), &small_graph(true)).unwrap();
+    assert!(!stale.exists());
+}

@@ -41,7 +41,7 @@ fn all_graphalytics_references_pass_on_inmem() {
 
 /// The same through the real import pipeline (`ingest::import` of the `.properties` file).
 #[test]
-#[ignore = "needs ingest::import from the parse and pipeline branches; passes once they are merged"]
+
 fn all_graphalytics_references_pass_through_import() {
     let work = tempfile::tempdir().unwrap();
     let report = validate_graphalytics(&data_dir(), &options(), work.path(), &NoProgress).unwrap();

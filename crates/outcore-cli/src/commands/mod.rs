@@ -8,3 +8,5 @@ pub mod info;
 pub mod reorder;
 pub mod summary;
 pub mod validate;
+pub mod generate;
+pub mod run;

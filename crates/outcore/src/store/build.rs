@@ -47,6 +47,7 @@ impl StoreBuilder {
             _ => PathBuf::from("."),
         };
         std::fs::create_dir_all(&parent).context(|| format!("creating {}", parent.display()))?;
+        remove_stale_work_dirs(&parent, &name);
         let work_dir = parent.join(format!(".{name}.building-{}", std::process::id()));
         if work_dir.exists() {
             std::fs::remove_dir_all(&work_dir).context(|| format!("removing stale {}", work_dir.display()))?;
@@ -221,6 +222,26 @@ impl StoreBuilder {
             std::fs::remove_dir_all(&old).context(|| format!("removing the replaced store {}", old.display()))?;
         }
         Store::open_with(&self.final_dir, self.counters.clone())
+    }
+}
+
+/// Removes `.NAME.building-PID` / `.NAME.replaced-PID` directories left by builds that were
+/// killed (their process no longer exists). They never look like a store, but they take space.
+fn remove_stale_work_dirs(parent: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().to_string();
+        let pid = [".building-", ".replaced-"].iter().find_map(|marker| {
+            file_name.strip_prefix(&format!(".{name}{marker}")).and_then(|pid| pid.parse::<i32>().ok())
+        });
+        if let Some(pid) = pid {
+            // SAFETY: kill with signal 0 only checks whether the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            if !alive && pid != std::process::id() as i32 {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 

@@ -126,16 +126,31 @@ impl IdMap {
     }
 
     /// Visits every vertex in ascending original-id order as `(dense, original)`, reading the
-    /// id files in large sequential chunks.
+    /// id files in large sequential chunks: a chunk of `by-original` gives dense ids, and the
+    /// originals of the span of dense ids it covers are read in one request when the span is
+    /// compact (always so in an unreordered store, where `by-original` is the identity).
     pub fn for_each_by_original(&self, mut visit: impl FnMut(u64, &OriginalId) -> Result<()>) -> Result<()> {
         const CHUNK: u64 = 1 << 16;
         let mut dense = vec![0u64; CHUNK as usize];
+        let mut originals = Vec::new();
         let mut start = 0;
         while start < self.vertices {
             let n = CHUNK.min(self.vertices - start) as usize;
             self.by_original.read_u64s_at(start, &mut dense[..n])?;
-            for &d in &dense[..n] {
-                visit(d, &self.original(d)?)?;
+            let (lo, hi) = dense[..n].iter().fold((u64::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+            match &self.original {
+                Some(file) if hi - lo < 4 * CHUNK => {
+                    originals.resize((hi - lo + 1) as usize, 0);
+                    file.read_u64s_at(lo, &mut originals)?;
+                    for &d in &dense[..n] {
+                        visit(d, &OriginalId::U64(originals[(d - lo) as usize]))?;
+                    }
+                }
+                _ => {
+                    for &d in &dense[..n] {
+                        visit(d, &self.original(d)?)?;
+                    }
+                }
             }
             start += n as u64;
         }

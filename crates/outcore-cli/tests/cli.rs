@@ -1,0 +1,125 @@
+//! The `outcore` binary end to end: the README's commands, exit codes and messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn outcore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outcore")).args(args).output().expect("outcore runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = outcore(args);
+    assert!(out.status.success(), "outcore {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn graphalytics() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../outcore/tests/data/graphalytics")
+}
+
+#[test]
+fn generate_import_run_and_summarise() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ok(&["generate", "rmat", "--scale", "10", "--seed", "3", "--output", &p("g.el")]);
+    ok(&["import", &p("g.el"), "--store", &p("s"), "--memory", "16MiB", "--quiet"]);
+    let info = ok(&["info", "--store", &p("s"), "--json"]);
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["edges"], 16 * 1024);
+    let first = std::fs::read_to_string(p("g.el")).unwrap();
+    let source = first.split_whitespace().next().unwrap().to_string();
+    ok(&["run", "bfs", "--store", &p("s"), "--source", &source, "-o", &p("bfs.txt"), "--stats-json", &p("bfs.json"), "-q"]);
+    ok(&["run", "pr", "--store", &p("s"), "--iterations", "5", "-o", &p("pr.csv"), "--stats-json", &p("pr.json"), "-q"]);
+    ok(&["run", "wcc", "--store", &p("s"), "-o", &p("wcc.txt"), "--stats-json", &p("wcc.json"), "-q"]);
+    // one line per vertex, sorted by original id; csv by extension with a header
+    let bfs = std::fs::read_to_string(p("bfs.txt")).unwrap();
+    let ids: Vec<u64> = bfs.lines().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(ids.len() as u64, info["vertices"].as_u64().unwrap());
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert!(bfs.contains(&format!("{source} 0\n")));
+    assert!(std::fs::read_to_string(p("pr.csv")).unwrap().starts_with("vertex,"));
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p("pr.json")).unwrap()).unwrap();
+    for key in ["algorithm", "engine", "vertices", "edges", "iterations", "wall_seconds", "bytes_read", "bytes_written", "peak_rss_bytes", "per_iteration", "summary"] {
+        assert!(stats.get(key).is_some(), "stats lack {key}: {stats}");
+    }
+    assert_eq!(stats["iterations"], 5);
+    let summary = ok(&["summary", &p("bfs.json"), &p("pr.json"), &p("wcc.json")]);
+    assert!(summary.contains("top 10") && summary.contains("groups") && summary.contains("reached"), "{summary}");
+}
+
+#[test]
+fn generate_into_a_store_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("grid");
+    let s = store.to_str().unwrap();
+    ok(&["generate", "grid", "--rows", "4", "--cols", "5", "--store", s, "--memory", "8MiB"]);
+    let info: serde_json::Value = serde_json::from_str(&ok(&["info", "--store", s, "--json"])).unwrap();
+    assert_eq!(info["vertices"], 20);
+    assert_eq!(info["edges"], 4 * 4 + 3 * 5);
+    assert_eq!(info["directed"], false);
+}
+
+#[test]
+fn validate_passes_on_graphalytics_and_the_table_says_so() {
+    let out = ok(&["validate", "--graphalytics", graphalytics().to_str().unwrap(), "--engine", "inmem", "-q"]);
+    assert!(out.contains("24 of 24 passed"), "{out}");
+}
+
+#[test]
+fn validate_fails_with_a_non_zero_exit_on_a_wrong_expectation() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["example-directed.properties", "example-directed.v", "example-directed.e", "example-directed-BFS"] {
+        std::fs::copy(graphalytics().join(f), dir.path().join(f)).unwrap();
+    }
+    // corrupt one expected depth
+    let bfs = dir.path().join("example-directed-BFS");
+    let text = std::fs::read_to_string(&bfs).unwrap().replacen("3 1\n", "3 2\n", 1);
+    assert!(text.contains("3 2\n"));
+    std::fs::write(&bfs, text).unwrap();
+    let out = outcore(&["validate", "--graphalytics", dir.path().to_str().unwrap(), "--engine", "inmem", "-q"]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL") || stdout.contains("fail"), "{stdout}");
+}
+
+#[test]
+fn bad_input_names_file_line_and_text_with_the_data_error_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("edges.txt");
+    std::fs::write(&input, "1 2\n# comment\n3 four\n").unwrap();
+    let store = dir.path().join("s");
+    let out = outcore(&["import", input.to_str().unwrap(), "--store", store.to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(65));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("edges.txt:3") && err.contains("four"), "{err}");
+    assert!(!store.exists(), "a failed import must leave no store");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn missing_store_and_unknown_vertex_have_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let out = outcore(&["run", "pr", "--store", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(66));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    let store = dir.path().join("s");
+    ok(&["generate", "grid", "--rows", "2", "--cols", "2", "--store", store.to_str().unwrap()]);
+    let out = outcore(&["run", "bfs", "--store", store.to_str().unwrap(), "--source", "77"]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'77' is not in the graph"));
+    let out = outcore(&["run", "nosuch", "--store", store.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bfs"), "unknown algorithm lists the available ones");
+}
+
+#[test]
+fn the_memory_budget_is_enforced_with_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    ok(&["generate", "rmat", "--scale", "10", "--store", store.to_str().unwrap()]);
+    let out = outcore(&["run", "pr", "--store", store.to_str().unwrap(), "--engine", "inmem", "--memory", "4KiB"]);
+    assert_eq!(out.status.code(), Some(75));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("memory budget"));
+}

@@ -1,0 +1,390 @@
+//! Result files: one row per vertex, in ascending original-id order, keyed by original id.
+//!
+//! An [`AlgorithmResult`] holds its columns in dense-id order; users think in their own ids. The
+//! writers walk the store's id map in original-id order ([`IdMap::for_each_by_original`], a
+//! sequential read of `ids/by-original`) and look each vertex's values up by dense id, so the
+//! output is sorted whatever ordering the store was imported with, and is written as it is
+//! produced: memory is one buffer (text) or one row group (Parquet), never the whole output.
+//!
+//! Formats ([`OutputFormat`]):
+//! * `text` — LDBC Graphalytics' result format, byte for byte: `vertex value [value...]`
+//!   separated by single spaces, no header; values spelled as in [`format`](mod@format). Labels (WCC,
+//!   CDLP) are printed as the label vertex's original id.
+//! * `tsv` — tab separated with a header line `vertex<TAB>column...`.
+//! * `csv` — comma separated with a header; string ids quoted (RFC 4180) when they need it.
+//! * `parquet` (cargo feature `parquet`) — columns `vertex` (UINT_64, or UTF8 for string ids)
+//!   then one per result column: hops as nullable INT64 with unreachable as null, counts as
+//!   UINT_64, floats as DOUBLE (infinity stays infinity), labels of the vertex column's type.
+//!   Snappy-compressed, in row groups of [`OutputOptions::row_group_rows`] rows.
+//!
+//! Text formats cannot hold every string id: an id with whitespace in `text`, or with a tab or
+//! line break in `tsv`, is an error naming the id and pointing to `csv` or `parquet`.
+//! Files get a `.gz` / `.zst` compression from their name (text formats), and appear only once
+//! complete ([`sink::OutputFile`]).
+
+pub mod format;
+#[cfg(feature = "parquet")]
+mod parquet;
+pub mod sink;
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub use format::{format_float, format_hops, push_float, push_hops, UNREACHABLE_HOPS};
+
+use crate::algo::{AlgorithmResult, ValueColumn};
+use crate::error::{Error, IoContext, Result};
+use crate::store::{IdMap, OriginalId, Store};
+use sink::{Compression, OutputFile};
+
+/// Result file formats (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Graphalytics `vertex value` lines (the default).
+    Text,
+    Tsv,
+    Csv,
+    /// Needs the `parquet` cargo feature.
+    Parquet,
+}
+
+impl OutputFormat {
+    pub const NAMES: &'static [&'static str] = &["text", "tsv", "csv", "parquet"];
+
+    /// Parses a `--format` value; unknown names (and `parquet` in a build without it) are
+    /// errors that list the choices.
+    pub fn parse(name: &str) -> Result<OutputFormat> {
+        let format = match name.trim().to_ascii_lowercase().as_str() {
+            "text" | "txt" | "graphalytics" => OutputFormat::Text,
+            "tsv" => OutputFormat::Tsv,
+            "csv" => OutputFormat::Csv,
+            "parquet" | "pq" => OutputFormat::Parquet,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "unknown output format '{name}' (available: {})",
+                    Self::available_names().join(", ")
+                )))
+            }
+        };
+        if !format.is_available() {
+            return Err(Error::invalid(format!(
+                "output format '{name}' is not in this build of outcore (rebuild with the `parquet` cargo feature; available: {})",
+                Self::available_names().join(", ")
+            )));
+        }
+        Ok(format)
+    }
+
+    /// The format a file name suggests (`.csv`, `.tsv`, `.parquet`/`.pq`, `.txt`/`.out`, with an
+    /// optional compression suffix), if any.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        let (_, inner) = Compression::from_path(path);
+        let extension = Path::new(&inner).extension()?.to_string_lossy().to_ascii_lowercase();
+        match extension.as_str() {
+            "csv" => Some(OutputFormat::Csv),
+            "tsv" => Some(OutputFormat::Tsv),
+            "parquet" | "pq" => Some(OutputFormat::Parquet),
+            "txt" | "out" => Some(OutputFormat::Text),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Tsv => "tsv",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Parquet => "parquet",
+        }
+    }
+
+    /// Whether this build can write the format.
+    pub fn is_available(self) -> bool {
+        self != OutputFormat::Parquet || cfg!(feature = "parquet")
+    }
+
+    fn available_names() -> Vec<&'static str> {
+        [OutputFormat::Text, OutputFormat::Tsv, OutputFormat::Csv, OutputFormat::Parquet]
+            .into_iter()
+            .filter(|f| f.is_available())
+            .map(|f| f.name())
+            .collect()
+    }
+}
+
+/// Where a result goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    Stdout,
+    File(PathBuf),
+}
+
+impl OutputTarget {
+    /// `-` is standard output, anything else a file path.
+    pub fn from_arg(arg: &str) -> OutputTarget {
+        if arg == "-" {
+            OutputTarget::Stdout
+        } else {
+            OutputTarget::File(PathBuf::from(arg))
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            OutputTarget::Stdout => "standard output".to_string(),
+            OutputTarget::File(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// Knobs of the writers; `Default`: header on, 1 Mi rows per Parquet row group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputOptions {
+    /// Header line in `tsv` and `csv` (`text` never has one: Graphalytics files do not).
+    pub header: bool,
+    /// Rows per Parquet row group: the writer holds one group's values in memory.
+    pub row_group_rows: usize,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        OutputOptions { header: true, row_group_rows: 1 << 20 }
+    }
+}
+
+/// Writes `result` for every vertex of `store`, sorted by original id, with default options.
+/// Returns the number of rows (= vertices) written.
+pub fn write_result(
+    store: &Store,
+    result: &AlgorithmResult,
+    target: &OutputTarget,
+    format: OutputFormat,
+) -> Result<u64> {
+    write_result_with(store, result, target, format, &OutputOptions::default())
+}
+
+/// [`write_result`] with explicit options.
+pub fn write_result_with(
+    store: &Store,
+    result: &AlgorithmResult,
+    target: &OutputTarget,
+    format: OutputFormat,
+    options: &OutputOptions,
+) -> Result<u64> {
+    if !format.is_available() {
+        return Err(Error::invalid("parquet output needs outcore built with the `parquet` cargo feature"));
+    }
+    let ids = store.ids()?;
+    for (name, column) in &result.columns {
+        if column.len() as u64 != ids.len() {
+            return Err(Error::invalid(format!(
+                "result column '{name}' has {} values but the store has {} vertices",
+                column.len(),
+                ids.len()
+            )));
+        }
+    }
+    let what = target.describe();
+    match target {
+        OutputTarget::Stdout => {
+            let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout());
+            let rows = write_to(&ids, result, format, options, &mut out, &what)?;
+            out.flush().context(|| format!("writing {what}"))?;
+            Ok(rows)
+        }
+        OutputTarget::File(path) => {
+            let (compression, _) = Compression::from_path(path);
+            if format == OutputFormat::Parquet && compression != Compression::None {
+                return Err(Error::invalid(format!(
+                    "{}: parquet files are compressed inside; drop the .gz/.zst suffix",
+                    path.display()
+                )));
+            }
+            let mut file = OutputFile::create_with(path, compression)?;
+            let rows = write_to(&ids, result, format, options, &mut file, &what)?;
+            file.finish()?;
+            Ok(rows)
+        }
+    }
+}
+
+fn write_to<W: Write + Send>(
+    ids: &IdMap,
+    result: &AlgorithmResult,
+    format: OutputFormat,
+    options: &OutputOptions,
+    out: &mut W,
+    what: &str,
+) -> Result<u64> {
+    match format {
+        OutputFormat::Text => write_delimited(ids, result, Style::Text, false, out, what),
+        OutputFormat::Tsv => write_delimited(ids, result, Style::Tsv, options.header, out, what),
+        OutputFormat::Csv => write_delimited(ids, result, Style::Csv, options.header, out, what),
+        #[cfg(feature = "parquet")]
+        OutputFormat::Parquet => parquet::write(ids, result, out, options.row_group_rows.max(1), what),
+        #[cfg(not(feature = "parquet"))]
+        OutputFormat::Parquet => {
+            Err(Error::invalid("parquet output needs outcore built with the `parquet` cargo feature"))
+        }
+    }
+}
+
+/// The text of one value of a column (dense id `dense`), spelled as in `text` output: what the
+/// validator and the CLI summary print.
+pub fn format_value(ids: &IdMap, column: &ValueColumn, dense: u64) -> Result<String> {
+    let index = dense as usize;
+    if index >= column.len() {
+        return Err(Error::invalid(format!("dense id {dense} out of range (column has {} values)", column.len())));
+    }
+    Ok(match column {
+        ValueColumn::Hops(v) => format_hops(v[index]),
+        ValueColumn::Float(v) => format_float(v[index]),
+        ValueColumn::Count(v) => v[index].to_string(),
+        ValueColumn::Label(v) => ids.original(v[index])?.to_string(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Text,
+    Tsv,
+    Csv,
+}
+
+impl Style {
+    fn separator(self) -> u8 {
+        match self {
+            Style::Text => b' ',
+            Style::Tsv => b'\t',
+            Style::Csv => b',',
+        }
+    }
+}
+
+/// Flush the row buffer to the writer past this size.
+const ROW_BUFFER_BYTES: usize = 1 << 20;
+
+fn write_delimited<W: Write>(
+    ids: &IdMap,
+    result: &AlgorithmResult,
+    style: Style,
+    header: bool,
+    out: &mut W,
+    what: &str,
+) -> Result<u64> {
+    let separator = style.separator();
+    let mut buffer: Vec<u8> = Vec::with_capacity(ROW_BUFFER_BYTES + 4096);
+    if header {
+        push_text(&mut buffer, "vertex", style, "column name")?;
+        for (name, _) in &result.columns {
+            buffer.push(separator);
+            push_text(&mut buffer, name, style, "column name")?;
+        }
+        buffer.push(b'\n');
+    }
+    let mut labels = LabelNames::new();
+    let mut integers = itoa::Buffer::new();
+    let mut rows = 0u64;
+    ids.for_each_by_original(|dense, original| {
+        push_id(&mut buffer, original, style, &mut integers)?;
+        let index = dense as usize;
+        for (_, column) in &result.columns {
+            buffer.push(separator);
+            match column {
+                ValueColumn::Hops(v) => push_hops(&mut buffer, v[index]),
+                ValueColumn::Float(v) => push_float(&mut buffer, v[index]),
+                ValueColumn::Count(v) => buffer.extend_from_slice(integers.format(v[index]).as_bytes()),
+                ValueColumn::Label(v) => {
+                    let label = labels.get(ids, v[index])?;
+                    push_id(&mut buffer, label, style, &mut integers)?;
+                }
+            }
+        }
+        buffer.push(b'\n');
+        rows += 1;
+        if buffer.len() >= ROW_BUFFER_BYTES {
+            out.write_all(&buffer).context(|| format!("writing {what}"))?;
+            buffer.clear();
+        }
+        Ok(())
+    })?;
+    out.write_all(&buffer).context(|| format!("writing {what}"))?;
+    Ok(rows)
+}
+
+fn push_id(out: &mut Vec<u8>, id: &OriginalId, style: Style, integers: &mut itoa::Buffer) -> Result<()> {
+    match id {
+        OriginalId::U64(v) => {
+            out.extend_from_slice(integers.format(*v).as_bytes());
+            Ok(())
+        }
+        OriginalId::Str(s) => push_text(out, s, style, "vertex id"),
+    }
+}
+
+/// Appends a string field, quoted for CSV when needed, refused where the format cannot hold it.
+fn push_text(out: &mut Vec<u8>, text: &str, style: Style, what: &str) -> Result<()> {
+    match style {
+        Style::Text => {
+            if text.is_empty() || text.chars().any(char::is_whitespace) {
+                return Err(Error::invalid(format!(
+                    "{what} {text:?} is empty or contains whitespace, which the text format cannot hold; use --format csv or parquet"
+                )));
+            }
+            out.extend_from_slice(text.as_bytes());
+        }
+        Style::Tsv => {
+            if text.contains(['\t', '\n', '\r']) {
+                return Err(Error::invalid(format!(
+                    "{what} {text:?} contains a tab or line break, which tsv cannot hold; use --format csv or parquet"
+                )));
+            }
+            out.extend_from_slice(text.as_bytes());
+        }
+        Style::Csv => {
+            let needs_quotes = text.is_empty()
+                || text.contains([',', '"', '\n', '\r'])
+                || text.starts_with(char::is_whitespace)
+                || text.ends_with(char::is_whitespace);
+            if needs_quotes {
+                out.push(b'"');
+                for part in text.split('"').enumerate() {
+                    if part.0 > 0 {
+                        out.extend_from_slice(b"\"\"");
+                    }
+                    out.extend_from_slice(part.1.as_bytes());
+                }
+                out.push(b'"');
+            } else {
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Original ids of label vertices, with a small direct-mapped cache: label columns (WCC, CDLP)
+/// repeat few distinct labels, and each uncached lookup is a read of the id files.
+struct LabelNames {
+    slots: Vec<Option<(u64, OriginalId)>>,
+}
+
+impl LabelNames {
+    const SLOTS: usize = 4096;
+
+    fn new() -> Self {
+        LabelNames { slots: vec![None; Self::SLOTS] }
+    }
+
+    fn get(&mut self, ids: &IdMap, dense: u64) -> Result<&OriginalId> {
+        let slot = (dense % Self::SLOTS as u64) as usize;
+        let hit = matches!(&self.slots[slot], Some((d, _)) if *d == dense);
+        if !hit {
+            self.slots[slot] = Some((dense, ids.original(dense)?));
+        }
+        match &self.slots[slot] {
+            Some((_, id)) => Ok(id),
+            None => Err(Error::invalid(format!("label {dense} could not be resolved"))),
+        }
+    }
+}
