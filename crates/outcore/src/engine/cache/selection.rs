@@ -117,7 +117,7 @@ impl SelectionInput<'_> {
 /// counts and the scan buffers of `chunk_edges` edges).
 pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64, chunk_edges: u64) -> u64 {
     match method {
-        SelectionMethod::Gvs => vertices * (8 + 4 + 1 + 16 + 8) + pages * 4 + chunk_edges * 12,
+        SelectionMethod::Gvs => vertices * (8 + 4 + 8 + 16 + 8) + pages * 4 + chunk_edges * 12,
         SelectionMethod::None => 0,
         _ => vertices * (4 + 16),
     }
@@ -189,13 +189,19 @@ impl Ord for Candidate {
 /// Algorithm 1 of the paper (see the module doc for the exact definitions).
 fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
     let n = input.n();
-    if n >= u32::MAX as usize {
-        return Err(Error::invalid("GVS selection supports graphs of fewer than 2^32 vertices"));
+    let pages = (input.layout.targets.len().div_ceil(input.page_size) as usize).max(1);
+    if n >= u32::MAX as usize || pages >= u32::MAX as usize {
+        return Err(Error::invalid("GVS selection supports graphs of fewer than 2^32 vertices and pages"));
     }
     let budget = input.list_budget();
     let rounds = input.rounds.max(1);
-    let pages = (input.layout.targets.len().div_ceil(input.page_size) as usize).max(1);
-    let mut cached = vec![false; n];
+    // Per vertex, packed for one memory access in the hot loop: its page (high 32 bits) and
+    // its list length (low 32 bits, saturated), 0 once cached or when it has no list: both
+    // kinds are ignored by the penalty alike.
+    let mut meta: Vec<u64> =
+        (0..n).map(|v| ((input.page_of(v) as u64) << 32) | input.degree(v).min(u32::MAX as u64)).collect();
+    let page_of = |m: u64| (m >> 32) as usize;
+    let live_degree = |m: u64| m & 0xFFFF_FFFF;
     let mut chosen: Vec<u64> = Vec::new();
     let mut used = 0u64;
     let mut penalty = vec![0f64; n];
@@ -203,9 +209,9 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
     for k in 1..=rounds {
         // r(u): uncached non-empty lists per page.
         lists_in_page.fill(0);
-        for v in 0..n {
-            if !cached[v] && input.degree(v) > 0 {
-                lists_in_page[input.page_of(v)] += 1;
+        for &m in &meta {
+            if live_degree(m) > 0 {
+                lists_in_page[page_of(m)] += 1;
             }
         }
         // T[u1] (lines 4–11): one sequential pass over all lists. A vertex's neighbours are
@@ -214,25 +220,26 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
         scan_adjacency(input.layout, input.out_offsets, 0..n as u64, input.chunk_edges, |_, neighbours| {
             let mut i = 0;
             while i < neighbours.len() {
-                let u = neighbours[i] as usize;
-                if cached[u] || input.degree(u) == 0 {
+                let m = meta[neighbours[i] as usize];
+                if live_degree(m) == 0 {
                     i += 1;
                     continue;
                 }
-                let page = input.page_of(u);
+                let page = page_of(m);
                 let mut j = i;
                 let mut used_edges = 0u64;
-                while j < neighbours.len() && input.page_of(neighbours[j] as usize) == page {
-                    let w = neighbours[j] as usize;
-                    if !cached[w] {
-                        used_edges += input.degree(w);
+                while j < neighbours.len() {
+                    let w = meta[neighbours[j] as usize];
+                    if page_of(w) != page {
+                        break;
                     }
+                    used_edges += live_degree(w);
                     j += 1;
                 }
                 let share = 1.0 / (lists_in_page[page].max(1) as f64 * used_edges as f64);
                 for &w in &neighbours[i..j] {
                     let w = w as usize;
-                    if !cached[w] && input.degree(w) > 0 {
+                    if live_degree(meta[w]) > 0 {
                         penalty[w] += share / input.in_degree[w].max(1) as f64;
                     }
                 }
@@ -243,7 +250,7 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
         // Lines 12–16: highest penalty per cached byte first, up to k/K of the budget.
         let round_limit = (budget as u128 * k as u128 / rounds as u128) as u64;
         let mut heap: BinaryHeap<Candidate> = (0..n)
-            .filter(|&v| !cached[v] && penalty[v] > 0.0)
+            .filter(|&v| live_degree(meta[v]) > 0 && penalty[v] > 0.0)
             .map(|v| Candidate { score: penalty[v] / input.cost(v) as f64, vertex: v as u32 })
             .collect();
         while let Some(Candidate { vertex, .. }) = heap.pop() {
@@ -255,10 +262,59 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
                 }
                 continue;
             }
-            cached[v] = true;
+            meta[v] &= !0xFFFF_FFFF;
             used += c;
             chosen.push(v as u64);
         }
     }
     Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::order::{in_degrees, read_all_offsets};
+    use crate::store::{build_in_memory, Direction, InMemoryGraph, OriginalIds};
+
+    /// The paper's Figure 4: `u`'s neighbours x, y, z share a page that a request would use
+    /// well, while neighbour `v` sits alone on another page; with room for one list, GVS caches
+    /// `v`, while LowD and HighD pick by degree alone.
+    #[test]
+    fn gvs_caches_the_list_that_would_waste_a_page() {
+        // 512-byte pages hold 128 u32 targets. Vertex 0 (u) -> 1, 2, 3 and 10 (v); vertices
+        // 1..=9 and 10 have 30 edges each (to vertex 11), so lists 0..=5 start on page 0, lists
+        // 6..=9 on page 1 and list 10 alone on page 2.
+        let mut edges = vec![(0, 1, 1.0), (0, 2, 1.0), (0, 3, 1.0), (0, 10, 1.0)];
+        for v in 1..=10 {
+            edges.extend(std::iter::repeat((v, 11, 1.0)).take(30));
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let graph =
+            InMemoryGraph { vertices: OriginalIds::U64((0..12).collect()), edges, directed: true, weighted: false };
+        let store = build_in_memory(&tmp.path().join("s"), &graph).unwrap();
+        let layout = store.csr(Direction::Out).unwrap();
+        let offsets = read_all_offsets(&layout).unwrap();
+        let in_degree = in_degrees(&store).unwrap();
+        let one_list = StaticCache::bytes_for(12, 0, 0, 0) + 30 * 4 + INDEX_BYTES_PER_VERTEX + 10;
+        let input = SelectionInput {
+            layout: &layout,
+            out_offsets: &offsets,
+            in_degree: &in_degree,
+            page_size: 512,
+            budget_bytes: one_list,
+            edge_bytes: 4,
+            rounds: 1,
+            seed: 0,
+            chunk_edges: 1024,
+        };
+        assert_eq!(input.page_of(5), 0);
+        assert_eq!(input.page_of(6), 1);
+        assert_eq!(input.page_of(10), 2);
+        assert_eq!(select(SelectionMethod::Gvs, &input).unwrap(), vec![10]);
+        assert_eq!(select(SelectionMethod::LowD, &input).unwrap(), vec![0]);
+        assert_eq!(select(SelectionMethod::HighD, &input).unwrap(), vec![1]);
+        // Room for everything: every non-empty list that can be requested is taken.
+        let all = SelectionInput { budget_bytes: 1 << 20, rounds: 3, ..input };
+        assert_eq!(select(SelectionMethod::Gvs, &all).unwrap(), vec![1, 2, 3, 10]);
+    }
 }
