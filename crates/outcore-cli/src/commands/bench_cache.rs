@@ -65,6 +65,10 @@ pub struct BenchCacheArgs {
     bc_sources: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Runs per configuration; times are the fastest run's (bytes read do not vary), which
+    /// filters out the noise of a shared machine.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Memory for building the reordered stores.
     #[arg(long, default_value = "4GiB")]
     reorder_memory: String,
@@ -229,21 +233,40 @@ pub fn run(args: BenchCacheArgs) -> anyhow::Result<()> {
                     "bc" | "msbfs" => json!({ "sources": bc_sources }),
                     other => bail!("the cache benchmark runs bfs, diameter, bc or msbfs, not {other}"),
                 };
-                let output = Command::new(&exe)
-                    .args(["bench", "cache-run", "--store"])
-                    .arg(dir)
-                    .args(["--algorithm", algorithm, "--memory", &memory.to_string()])
-                    .args(["--page-size", &args.page_size.to_string(), "--selection", selection_name])
-                    .args(["--static-cache-share", &args.static_cache_share.to_string()])
-                    .args(["--gvs-rounds", &args.gvs_rounds.to_string(), "--params", &params.to_string()])
-                    .output()?;
-                if !output.status.success() {
-                    bail!(
-                        "{algorithm} on {order}/{selection_name} failed: {}",
-                        String::from_utf8_lossy(&output.stderr)
-                    );
+                let mut best: Option<Value> = None;
+                let mut times = Vec::new();
+                for _ in 0..args.repeat.max(1) {
+                    let output = Command::new(&exe)
+                        .args(["bench", "cache-run", "--store"])
+                        .arg(dir)
+                        .args(["--algorithm", algorithm, "--memory", &memory.to_string()])
+                        .args(["--page-size", &args.page_size.to_string(), "--selection", selection_name])
+                        .args(["--static-cache-share", &args.static_cache_share.to_string()])
+                        .args(["--gvs-rounds", &args.gvs_rounds.to_string(), "--params", &params.to_string()])
+                        .output()?;
+                    if !output.status.success() {
+                        bail!(
+                            "{algorithm} on {order}/{selection_name} failed: {}",
+                            String::from_utf8_lossy(&output.stderr)
+                        );
+                    }
+                    let run: Value = serde_json::from_slice(&output.stdout).context("child output")?;
+                    let t = run["compute_seconds"].as_f64().unwrap_or(f64::INFINITY);
+                    times.push(t);
+                    // Keep the first run's selection figures (the one that computed it).
+                    let keep_selection = best.as_ref().map(|b| b["extra"].clone());
+                    if best.as_ref().map_or(true, |b| t < b["compute_seconds"].as_f64().unwrap_or(f64::INFINITY)) {
+                        best = Some(run);
+                    }
+                    if let (Some(b), Some(first)) = (best.as_mut(), keep_selection) {
+                        for key in ["selection_seconds", "selection_source"] {
+                            if let Some(v) = first.get(key) {
+                                b["extra"][key] = v.clone();
+                            }
+                        }
+                    }
                 }
-                let child: Value = serde_json::from_slice(&output.stdout).context("child output")?;
+                let child = best.expect("at least one run");
                 let extra = &child["extra"];
                 let row = json!({
                     "ordering": order,
@@ -257,6 +280,7 @@ pub fn run(args: BenchCacheArgs) -> anyhow::Result<()> {
                     "page_utilisation": extra["page_utilisation"],
                     "static_cache_hit_ratio": extra["static_cache_hit_ratio"],
                     "compute_seconds": child["compute_seconds"],
+                    "compute_seconds_all_runs": times,
                     "child_seconds": child["child_seconds"],
                     "selection_seconds": extra.get("selection_seconds").cloned().unwrap_or(Value::Null),
                     "selection_source": extra.get("selection_source").cloned().unwrap_or(Value::Null),
