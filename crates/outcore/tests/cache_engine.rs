@@ -344,3 +344,14 @@ fn tree_diameter(g: &Graph) -> u64 {
     };
     far(far(0).0).1
 }
+
+#[test]
+fn target_and_weight_pages_are_merged_into_fewer_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = build(&tmp.path().join("s"), &erdos_renyi(4000, 40_000, 8, true, true));
+    let runner = cache_runner(&store, 512, SelectionMethod::None, 256 << 10);
+    run(&runner, "sssp", &AlgorithmParams { source: Some(original(3)), ..params() });
+    let (misses, requests, merged) =
+        (figure(&runner, "page_cache_misses"), figure(&runner, "requests_issued"), figure(&runner, "merged_requests"));
+    assert!(merged > 0.0 && requests < misses / 2.0, "{misses} pages read in {requests} requests ({merged} merged)");
+}

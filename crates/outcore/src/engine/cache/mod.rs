@@ -881,6 +881,9 @@ impl Frontier<'_> {
         }
         // Merge adjacent missing pages and issue the reads.
         let max_request_pages = ((self.options.max_request_bytes / page_size) as usize).clamp(1, MAX_PAGES_PER_REQUEST);
+        // Target and weight pages were collected interleaved: sort by file and page so that
+        // runs of each file merge.
+        missing.sort_unstable_by_key(|&(file, page, _, _)| (file, page));
         let requests = merge_requests(&missing, max_request_pages);
         let (done_tx, done) = crossbeam_channel::unbounded();
         let reads = requests.len();
