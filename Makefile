@@ -10,7 +10,7 @@ DEMO_DIR ?= demo-data
 SCALE    ?= 20
 MEMORY   ?= 1GiB
 
-.PHONY: all build demo test test-rust deps check-features clean
+.PHONY: all build demo test test-rust test-python deps check-features clean
 
 all: build
 
@@ -23,10 +23,15 @@ build: deps
 demo: build
 	@scripts/demo.sh "$(DEMO_DIR)" "$(SCALE)" "$(MEMORY)"
 
-test: deps test-rust check-features
+test: deps test-rust check-features test-python
 
 test-rust:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --locked
+
+# The Python package, built from source into a fresh virtualenv, with its tests, doctests and
+# a subset of networkx's own tests dispatched to the outcore backend.
+test-python:
+	@scripts/test-python.sh
 
 # Every feature combination of the library builds (features are few: see ARCHITECTURE.md).
 check-features:

@@ -123,3 +123,16 @@ fn the_memory_budget_is_enforced_with_its_exit_code() {
     assert_eq!(out.status.code(), Some(75));
     assert!(String::from_utf8_lossy(&out.stderr).contains("memory budget"));
 }
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_output_by_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let out = dir.path().join("pr.parquet");
+    ok(&["generate", "grid", "--rows", "3", "--cols", "3", "--store", store.to_str().unwrap()]);
+    ok(&["run", "pr", "--store", store.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+}

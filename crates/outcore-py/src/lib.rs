@@ -1,0 +1,470 @@
+//! `outcore._native`: the Python extension module. The only crate that knows pyo3.
+//!
+//! It exposes a handful of coarse functions (import, open, run) that take and return plain
+//! Python values and numpy arrays; the Pythonic API (`Graph`, `Result`, the networkx backend)
+//! is written in Python on top of them (`python/src/outcore/`). Every long call releases the
+//! GIL, runs on a worker thread, and polls for signals so that Ctrl-C cancels it at a safe
+//! point without corrupting a store.
+
+mod progress;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use numpy::IntoPyArray;
+use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
+use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::ingest::{import, import_records, ImportOptions, InputFormat, InputInfo, InputRecord, RawId, RecordSource};
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress, Progress};
+use outcore::store::{IdType, OriginalId, Store};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+create_exception!(outcore, OutcoreError, PyException, "Base class of every outcore error.");
+create_exception!(outcore, InputError, OutcoreError, "Malformed or unusable input (names file, line and text).");
+create_exception!(outcore, StoreError, OutcoreError, "A missing, incomplete or damaged store.");
+create_exception!(outcore, MemoryBudgetError, OutcoreError, "The memory budget is too small for the request.");
+
+fn to_py_err(error: outcore::Error) -> PyErr {
+    let message = error.to_string();
+    match error {
+        outcore::Error::Input { .. } => InputError::new_err(message),
+        outcore::Error::Store { .. } => StoreError::new_err(message),
+        outcore::Error::MemoryBudget(_) => MemoryBudgetError::new_err(message),
+        outcore::Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
+        outcore::Error::InvalidArgument(_) => pyo3::exceptions::PyValueError::new_err(message),
+        outcore::Error::Io { .. } => OutcoreError::new_err(message),
+    }
+}
+
+fn progress_for(show: bool) -> Arc<dyn Progress> {
+    if show {
+        Arc::new(progress::StderrProgress::new())
+    } else {
+        Arc::new(NoProgress)
+    }
+}
+
+/// Runs `work` on a worker thread with the GIL released, polling for Ctrl-C: a
+/// KeyboardInterrupt cancels the work at its next safe point and is re-raised.
+fn run_detached<T: Send>(
+    py: Python<'_>,
+    cancel: &CancelToken,
+    work: impl FnOnce() -> outcore::Result<T> + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(work);
+        while !handle.is_finished() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+            if let Err(interrupt) = py.check_signals() {
+                cancel.cancel();
+                let _ = handle.join();
+                return Err(interrupt);
+            }
+        }
+        match handle.join() {
+            Ok(result) => result.map_err(to_py_err),
+            Err(_) => Err(OutcoreError::new_err("internal error: the worker thread panicked")),
+        }
+    })
+}
+
+fn memory_budget(memory: Option<&str>) -> PyResult<MemoryBudget> {
+    match memory {
+        Some(m) => MemoryBudget::parse(m).map_err(to_py_err),
+        None => Ok(MemoryBudget::default_for_machine()),
+    }
+}
+
+fn id_type(ids: &str) -> PyResult<IdType> {
+    match ids {
+        "u64" => Ok(IdType::U64),
+        "string" => Ok(IdType::String),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown id type '{other}' (use 'u64' or 'string')"))),
+    }
+}
+
+/// Imports edge files into a store; returns the import report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (inputs, store, format="auto", undirected=None, weighted=None, memory=None, dedup=false, drop_self_loops=false, ids="u64", skip_bad_lines=false, src_col=None, dst_col=None, weight_col=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn import_edges(
+    py: Python<'_>,
+    inputs: Vec<PathBuf>,
+    store: PathBuf,
+    format: &str,
+    undirected: Option<bool>,
+    weighted: Option<bool>,
+    memory: Option<&str>,
+    dedup: bool,
+    drop_self_loops: bool,
+    ids: &str,
+    skip_bad_lines: bool,
+    src_col: Option<String>,
+    dst_col: Option<String>,
+    weight_col: Option<String>,
+    progress: bool,
+) -> PyResult<String> {
+    let opts = ImportOptions {
+        format: InputFormat::parse(format).map_err(to_py_err)?,
+        undirected,
+        weighted,
+        dedup,
+        drop_self_loops,
+        ids: id_type(ids)?,
+        memory: memory_budget(memory)?,
+        skip_bad_lines,
+        src_col,
+        dst_col,
+        weight_col,
+    };
+    let cancel = CancelToken::new();
+    let reporter = progress_for(progress);
+    let report = run_detached(py, &cancel, || {
+        import(&inputs, &store, &opts, reporter.as_ref(), &cancel).map(|(_, report)| report)
+    })?;
+    Ok(serde_json::to_string(&report).expect("report serialises"))
+}
+
+/// Edges given as arrays (from numpy or pandas), as a record source for the import pipeline.
+struct ArraySource {
+    /// Vertices that must exist even when isolated, emitted first.
+    vertices: Vec<RawId>,
+    src: Vec<RawId>,
+    dst: Vec<RawId>,
+    weights: Option<Vec<f64>>,
+    next: usize,
+}
+
+impl RecordSource for ArraySource {
+    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize) -> outcore::Result<bool> {
+        out.extend(self.vertices.drain(..).map(InputRecord::Vertex));
+        let end = (self.next + max).min(self.src.len());
+        for i in self.next..end {
+            out.push(InputRecord::Edge {
+                src: self.src[i].clone(),
+                dst: self.dst[i].clone(),
+                weight: self.weights.as_ref().map(|w| w[i]),
+            });
+        }
+        self.next = end;
+        Ok(end < self.src.len())
+    }
+    fn bytes_consumed(&self) -> u64 {
+        self.next as u64 * 16
+    }
+}
+
+fn raw_ids(values: &Bound<'_, PyAny>, id_type: IdType) -> PyResult<Vec<RawId>> {
+    match id_type {
+        IdType::U64 => Ok(values.extract::<Vec<u64>>()?.into_iter().map(RawId::U64).collect()),
+        IdType::String => Ok(values.extract::<Vec<String>>()?.into_iter().map(RawId::Str).collect()),
+    }
+}
+
+/// Builds a store from edge arrays (u64 ids, or strings with `ids="string"`).
+#[pyfunction]
+#[pyo3(signature = (src, dst, store, weights=None, directed=true, memory=None, ids="u64", dedup=false, drop_self_loops=false, progress=false, vertices=None))]
+#[allow(clippy::too_many_arguments)]
+fn from_edges(
+    py: Python<'_>,
+    src: &Bound<'_, PyAny>,
+    dst: &Bound<'_, PyAny>,
+    store: PathBuf,
+    weights: Option<Vec<f64>>,
+    directed: bool,
+    memory: Option<&str>,
+    ids: &str,
+    dedup: bool,
+    drop_self_loops: bool,
+    progress: bool,
+    vertices: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let id_type = id_type(ids)?;
+    let vertices = match vertices {
+        Some(v) => raw_ids(v, id_type)?,
+        None => Vec::new(),
+    };
+    let (src, dst) = (raw_ids(src, id_type)?, raw_ids(dst, id_type)?);
+    if src.len() != dst.len() || weights.as_ref().is_some_and(|w| w.len() != src.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "src, dst (and weights) must have the same length",
+        ));
+    }
+    let weighted = weights.is_some();
+    let total_bytes = src.len() as u64 * 16;
+    let source = ArraySource { vertices, src, dst, weights, next: 0 };
+    let info = InputInfo {
+        format_description: "edge arrays from Python".into(),
+        directed: Some(directed),
+        weighted: Some(weighted),
+        total_bytes,
+        files: Vec::new(),
+    };
+    let opts = ImportOptions {
+        undirected: Some(!directed),
+        weighted: Some(weighted),
+        dedup,
+        drop_self_loops,
+        ids: id_type,
+        memory: memory_budget(memory)?,
+        ..ImportOptions::default()
+    };
+    let cancel = CancelToken::new();
+    let reporter = progress_for(progress);
+    let report = run_detached(py, &cancel, || {
+        import_records(Box::new(source), info, &store, &opts, reporter.as_ref(), &cancel).map(|(_, r)| r)
+    })?;
+    Ok(serde_json::to_string(&report).expect("report serialises"))
+}
+
+/// Generates a Graph500 R-MAT graph straight into a store; returns the import report (JSON).
+#[pyfunction]
+#[pyo3(signature = (scale, edge_factor, seed, store, weights=false, memory=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn generate_rmat(
+    py: Python<'_>,
+    scale: u32,
+    edge_factor: u64,
+    seed: u64,
+    store: PathBuf,
+    weights: bool,
+    memory: Option<&str>,
+    progress: bool,
+) -> PyResult<String> {
+    use outcore::generate::rmat::{Rmat, RmatConfig};
+    let generator = Rmat::new(RmatConfig { scale, edge_factor, seed, weights, ..RmatConfig::default() }).map_err(to_py_err)?;
+    let opts = ImportOptions { memory: memory_budget(memory)?, ..ImportOptions::default() };
+    let cancel = CancelToken::new();
+    let reporter = progress_for(progress);
+    let report = run_detached(py, &cancel, || {
+        outcore::generate::source::generate_into_store(generator, &store, &opts, reporter.as_ref(), &cancel).map(|(_, r)| r)
+    })?;
+    Ok(serde_json::to_string(&report).expect("report serialises"))
+}
+
+/// The manifest of a store, as JSON text (opening checks sizes and checksums).
+#[pyfunction]
+fn store_manifest(store: PathBuf) -> PyResult<String> {
+    let store = Store::open(&store).map_err(to_py_err)?;
+    Ok(serde_json::to_string(store.manifest()).expect("manifest serialises"))
+}
+
+/// Runs an algorithm. Returns a dict with `ids` (original ids in ascending order: a numpy
+/// uint64 array, or a list of str), `columns` (list of (name, kind, numpy array) aligned with
+/// ids), `stats` (JSON text) and `summary` (JSON text).
+#[pyfunction]
+#[pyo3(signature = (store, algorithm, params, engine="auto", memory=None, progress=false))]
+fn run<'py>(
+    py: Python<'py>,
+    store: PathBuf,
+    algorithm: &str,
+    params: &Bound<'py, PyDict>,
+    engine: &str,
+    memory: Option<&str>,
+    progress: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let params = algorithm_params(params)?;
+    let options = RunOptions { engine: EngineKind::parse(engine).map_err(to_py_err)?, memory: memory_budget(memory)?, ..RunOptions::default() };
+    let store = Store::open(&store).map_err(to_py_err)?;
+    let cancel = CancelToken::new();
+    let runner = Runner::new(&store, options).with_progress(progress_for(progress)).with_cancel(cancel.clone());
+    let (result, order, originals) = run_detached(py, &cancel, || {
+        let result = run_algorithm(&runner, algorithm, &params)?;
+        let (order, originals) = original_order(runner.store())?;
+        Ok((result, order, originals))
+    })?;
+    let stats = runner.finish(algorithm);
+    let summary = outcore::report::summarize(&result, &runner.store().ids().map_err(to_py_err)?).map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    match originals {
+        Originals::U64(ids) => out.set_item("ids", ids.into_pyarray(py))?,
+        Originals::Str(ids) => out.set_item("ids", PyList::new(py, ids)?)?,
+    }
+    let columns = PyList::empty(py);
+    for (name, column) in columns_in_order(&result, &order, runner.store()).map_err(to_py_err)? {
+        columns.append((name, column.kind, column.array(py)?))?;
+    }
+    out.set_item("columns", columns)?;
+    out.set_item("stats", serde_json::to_string(&stats).expect("stats serialise"))?;
+    out.set_item("summary", serde_json::to_string(&summary).expect("summary serialises"))?;
+    Ok(out)
+}
+
+fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
+    let mut p = AlgorithmParams::default();
+    for (key, value) in params.iter() {
+        if value.is_none() {
+            continue;
+        }
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "source" => p.source = Some(value.str()?.to_string()),
+            "sources" => p.sources = value.extract::<Vec<Bound<'_, PyAny>>>()?.iter().map(|v| v.str().map(|s| s.to_string())).collect::<PyResult<_>>()?,
+            "num_sources" => p.num_sources = Some(value.extract()?),
+            "seed" => p.seed = Some(value.extract()?),
+            "iterations" => p.iterations = Some(value.extract()?),
+            "damping" => p.damping = Some(value.extract()?),
+            "tolerance" => p.tolerance = Some(value.extract()?),
+            other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'"))),
+        }
+    }
+    Ok(p)
+}
+
+enum Originals {
+    U64(Vec<u64>),
+    Str(Vec<String>),
+}
+
+/// Dense ids in ascending original-id order, with the original ids.
+fn original_order(store: &Store) -> outcore::Result<(Vec<u64>, Originals)> {
+    let ids = store.ids()?;
+    let mut order = Vec::with_capacity(store.num_vertices() as usize);
+    let mut originals = match ids.id_type() {
+        IdType::U64 => Originals::U64(Vec::with_capacity(order.capacity())),
+        IdType::String => Originals::Str(Vec::with_capacity(order.capacity())),
+    };
+    ids.for_each_by_original(|dense, original| {
+        order.push(dense);
+        match (&mut originals, original) {
+            (Originals::U64(v), OriginalId::U64(x)) => v.push(*x),
+            (Originals::Str(v), OriginalId::Str(s)) => v.push(s.clone()),
+            _ => unreachable!("id type matches the store"),
+        }
+        Ok(())
+    })?;
+    Ok((order, originals))
+}
+
+/// A column reordered into original-id order, ready to become a numpy array.
+struct OrderedColumn {
+    kind: &'static str,
+    data: ColumnData,
+}
+
+enum ColumnData {
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    Str(Vec<String>),
+}
+
+impl OrderedColumn {
+    fn array<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.data {
+            ColumnData::I64(v) => v.into_pyarray(py).into_any(),
+            ColumnData::U64(v) => v.into_pyarray(py).into_any(),
+            ColumnData::F64(v) => v.into_pyarray(py).into_any(),
+            ColumnData::Str(v) => PyList::new(py, v)?.into_any(),
+        })
+    }
+}
+
+fn columns_in_order(result: &AlgorithmResult, order: &[u64], store: &Store) -> outcore::Result<Vec<(String, OrderedColumn)>> {
+    let ids = store.ids()?;
+    let mut out = Vec::new();
+    for (name, column) in &result.columns {
+        let pick = |d: &u64| *d as usize;
+        let ordered = match column {
+            // Graphalytics convention: unreachable = i64::MAX (9223372036854775807).
+            ValueColumn::Hops(v) => OrderedColumn {
+                kind: "hops",
+                data: ColumnData::I64(order.iter().map(|d| v[pick(d)].min(i64::MAX as u64) as i64).collect()),
+            },
+            ValueColumn::Float(v) => OrderedColumn { kind: "float", data: ColumnData::F64(order.iter().map(|d| v[pick(d)]).collect()) },
+            ValueColumn::Count(v) => OrderedColumn { kind: "count", data: ColumnData::U64(order.iter().map(|d| v[pick(d)]).collect()) },
+            ValueColumn::Label(v) => {
+                let labels: outcore::Result<Vec<OriginalId>> = order.iter().map(|d| ids.original(v[pick(d)])).collect();
+                let labels = labels?;
+                let data = match ids.id_type() {
+                    IdType::U64 => ColumnData::U64(labels.into_iter().map(|l| if let OriginalId::U64(x) = l { x } else { 0 }).collect()),
+                    IdType::String => ColumnData::Str(labels.into_iter().map(|l| l.to_string()).collect()),
+                };
+                OrderedColumn { kind: "label", data }
+            }
+        };
+        out.push((name.clone(), ordered));
+    }
+    Ok(out)
+}
+
+/// Every arc of a store as (src ids, dst ids, weights or None) in original ids (u64 stores:
+/// numpy arrays; string stores: lists). For converting small stores back to networkx.
+#[pyfunction]
+fn edges<'py>(py: Python<'py>, store: PathBuf) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+    let store = Store::open(&store).map_err(to_py_err)?;
+    let csr = store.csr(outcore::store::Direction::Out).and_then(|c| c.load()).map_err(to_py_err)?;
+    let ids = store.ids().map_err(to_py_err)?;
+    let mut src = Vec::with_capacity(csr.targets.len());
+    for v in 0..csr.num_vertices() {
+        let keep_all = store.is_directed();
+        for &t in csr.neighbors(v) {
+            // An undirected store keeps both directions: report each edge once.
+            if keep_all || v <= t {
+                src.push((v, t));
+            }
+        }
+    }
+    let weights = csr.weights.as_ref().map(|w| {
+        let mut out = Vec::with_capacity(src.len());
+        for v in 0..csr.num_vertices() {
+            let start = csr.offsets[v as usize] as usize;
+            for (k, &t) in csr.neighbors(v).iter().enumerate() {
+                if store.is_directed() || v <= t {
+                    out.push(w[start + k]);
+                }
+            }
+        }
+        out
+    });
+    let originals = |dense: Vec<u64>| -> PyResult<Bound<'py, PyAny>> {
+        let values: outcore::Result<Vec<OriginalId>> = dense.into_iter().map(|d| ids.original(d)).collect();
+        let values = values.map_err(to_py_err)?;
+        Ok(match ids.id_type() {
+            IdType::U64 => values.into_iter().map(|v| if let OriginalId::U64(x) = v { x } else { 0 }).collect::<Vec<u64>>().into_pyarray(py).into_any(),
+            IdType::String => PyList::new(py, values.into_iter().map(|v| v.to_string()))?.into_any(),
+        })
+    };
+    let (s, t): (Vec<u64>, Vec<u64>) = src.into_iter().unzip();
+    Ok((originals(s)?, originals(t)?, weights.map(|w| w.into_pyarray(py).into_any())))
+}
+
+/// Every vertex's original id in ascending order.
+#[pyfunction]
+fn vertices<'py>(py: Python<'py>, store: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    let store = Store::open(&store).map_err(to_py_err)?;
+    let (_, originals) = original_order(&store).map_err(to_py_err)?;
+    Ok(match originals {
+        Originals::U64(v) => v.into_pyarray(py).into_any(),
+        Originals::Str(v) => PyList::new(py, v)?.into_any(),
+    })
+}
+
+/// The algorithms the library offers: list of (name, description).
+#[pyfunction]
+fn algorithms() -> Vec<(String, String)> {
+    outcore::algo::ALGORITHMS.iter().map(|(n, d)| (n.to_string(), d.to_string())).collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("OutcoreError", py.get_type::<OutcoreError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("MemoryBudgetError", py.get_type::<MemoryBudgetError>())?;
+    m.add_function(wrap_pyfunction!(import_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(from_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(store_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_rmat, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(edges, m)?)?;
+    m.add_function(wrap_pyfunction!(vertices, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,29 @@
+"""outcore: graph analytics for graphs larger than memory.
+
+Import an edge list (or numpy arrays) into an on-disk store once, then run algorithms within a
+memory budget. Results are numpy arrays keyed by the original vertex ids.
+
+>>> import outcore, numpy as np, tempfile, os
+>>> tmp = tempfile.mkdtemp()
+>>> g = outcore.Graph.from_edges(np.array([1, 2, 3]), np.array([2, 3, 1]), store=os.path.join(tmp, "g"))
+>>> g.num_vertices, g.num_edges, g.directed
+(3, 3, True)
+>>> g.bfs(1).to_dict()
+{1: 0, 2: 1, 3: 2}
+"""
+
+from ._native import InputError, MemoryBudgetError, OutcoreError, StoreError, __version__
+from ._graph import Graph, Result, generate_rmat, import_edges, open
+
+__all__ = [
+    "Graph",
+    "Result",
+    "open",
+    "import_edges",
+    "generate_rmat",
+    "OutcoreError",
+    "InputError",
+    "StoreError",
+    "MemoryBudgetError",
+    "__version__",
+]

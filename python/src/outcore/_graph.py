@@ -1,0 +1,279 @@
+"""The Pythonic API over the native module: :class:`Graph` and :class:`Result`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _progress(progress: Optional[bool]) -> bool:
+    """Progress bars by default only when stderr is a terminal."""
+    if progress is None:
+        return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return progress
+
+
+class Result:
+    """An algorithm's output: ``ids`` (original vertex ids, ascending) and one numpy array per
+    value column, aligned with ``ids``. ``values`` is the first column.
+
+    ``stats`` holds the run's figures (time, bytes read, peak RSS, per-iteration figures) and
+    ``summary`` a short digest (top vertices, component counts...).
+    """
+
+    def __init__(self, algorithm: str, raw: Dict[str, Any]):
+        self.algorithm = algorithm
+        ids = raw["ids"]
+        self.ids = ids if isinstance(ids, np.ndarray) else np.array(ids, dtype=object)
+        self.columns: Dict[str, np.ndarray] = {}
+        self.kinds: Dict[str, str] = {}
+        for name, kind, data in raw["columns"]:
+            self.columns[name] = data if isinstance(data, np.ndarray) else np.array(data, dtype=object)
+            self.kinds[name] = kind
+        self.stats: Dict[str, Any] = json.loads(raw["stats"])
+        self.summary: Dict[str, Any] = json.loads(raw["summary"])
+
+    @property
+    def values(self) -> np.ndarray:
+        """The first (usually only) value column."""
+        return next(iter(self.columns.values()))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{n}: {self.kinds[n]}" for n in self.columns)
+        return f"<outcore.Result {self.algorithm}: {len(self)} vertices ({cols})>"
+
+    def to_dict(self, column: Optional[str] = None) -> Dict[Any, Any]:
+        """``{original id: value}`` for one column (default: the first).
+
+        Values are Python scalars (int, float or str).
+        """
+        data = self.columns[column] if column else self.values
+        return dict(zip(self.ids.tolist(), data.tolist()))
+
+    def to_pandas(self):
+        """A DataFrame with a ``vertex`` column and one column per value (``value`` when
+        there is a single one)."""
+        import pandas as pd
+
+        frame = {"vertex": self.ids}
+        if len(self.columns) == 1:
+            frame["value"] = self.values
+        else:
+            frame.update(self.columns)
+        return pd.DataFrame(frame)
+
+
+class Graph:
+    """A graph store on disk. Opening is cheap: nothing is loaded until an algorithm runs.
+
+    Every algorithm method accepts ``engine=`` (``"auto"``, ``"inmem"``, ...), ``memory=``
+    (a budget such as ``"512MiB"``; default a quarter of RAM) and ``progress=`` (default: when
+    interactive).
+    """
+
+    def __init__(self, path: PathLike, _keepalive: Any = None):
+        self.path = os.fspath(path)
+        self._manifest = json.loads(_native.store_manifest(self.path))
+        self._keepalive = _keepalive  # a TemporaryDirectory owning the store, if any
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: PathLike) -> "Graph":
+        """Opens an existing store (sizes and checksums are checked)."""
+        return cls(path)
+
+    @classmethod
+    def from_edges(
+        cls,
+        src: Any,
+        dst: Any = None,
+        weights: Any = None,
+        *,
+        store: Optional[PathLike] = None,
+        directed: bool = True,
+        memory: Optional[str] = None,
+        dedup: bool = False,
+        drop_self_loops: bool = False,
+        progress: Optional[bool] = None,
+    ) -> "Graph":
+        """Builds a store from edge arrays: numpy arrays / sequences of ids, or a pandas
+        DataFrame as ``src`` with columns ``src``/``dst`` (or ``source``/``target``) and an
+        optional ``weight`` column. Ids may be integers or strings.
+
+        With ``store=None`` the store lives in a temporary directory removed with the Graph.
+        """
+        if dst is None:
+            src, dst, weights = _columns_of_frame(src, weights)
+        src_list, ids = _id_list(src)
+        dst_list, dst_ids = _id_list(dst)
+        if ids != dst_ids:
+            ids = "string"
+            src_list, dst_list = [str(x) for x in src_list], [str(x) for x in dst_list]
+        w = None if weights is None else np.asarray(weights, dtype=np.float64).tolist()
+        path, keep = _store_path(store)
+        _native.from_edges(
+            src_list, dst_list, path, weights=w, directed=directed, memory=memory, ids=ids,
+            dedup=dedup, drop_self_loops=drop_self_loops, progress=_progress(progress),
+        )
+        return cls(path, keep)
+
+    # -- facts --------------------------------------------------------------------------
+
+    @property
+    def num_vertices(self) -> int:
+        return int(self._manifest["vertices"])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self._manifest["edges"])
+
+    @property
+    def directed(self) -> bool:
+        return bool(self._manifest["directed"])
+
+    @property
+    def weighted(self) -> bool:
+        return self._manifest.get("weights") is not None
+
+    def info(self) -> Dict[str, Any]:
+        """The store's manifest: counts, id type, layouts and their sizes."""
+        return dict(self._manifest)
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        return f"<outcore.Graph {self.path}: {self.num_vertices} vertices, {self.num_edges} edges, {kind}>"
+
+    # -- algorithms ---------------------------------------------------------------------
+
+    def run(self, algorithm: str, *, engine: str = "auto", memory: Optional[str] = None,
+            progress: Optional[bool] = None, **params: Any) -> Result:
+        """Runs any algorithm by name (see :func:`outcore.algorithms`)."""
+        raw = _native.run(self.path, algorithm, params, engine=engine, memory=memory, progress=_progress(progress))
+        return Result(algorithm, raw)
+
+    def pagerank(self, iterations: int = 20, damping: float = 0.85, **kw: Any) -> Result:
+        """Graphalytics PageRank with a fixed number of iterations."""
+        return self.run("pr", iterations=iterations, damping=damping, **kw)
+
+    def pagerank_delta(self, tolerance: Optional[float] = None, damping: float = 0.85, **kw: Any) -> Result:
+        """Convergent accumulation-based PageRank (no sink redistribution)."""
+        return self.run("pr-delta", tolerance=tolerance, damping=damping, **kw)
+
+    def bfs(self, source: Any, **kw: Any) -> Result:
+        """Hop depth from ``source``; unreachable vertices get 9223372036854775807."""
+        return self.run("bfs", source=source, **kw)
+
+    def sssp(self, source: Any, **kw: Any) -> Result:
+        """Weighted shortest-path distances from ``source``; unreachable: inf."""
+        return self.run("sssp", source=source, **kw)
+
+    def wcc(self, **kw: Any) -> Result:
+        """Weakly connected components; the label is the smallest original id inside."""
+        return self.run("wcc", **kw)
+
+    def cdlp(self, iterations: int = 10, **kw: Any) -> Result:
+        """Community detection by label propagation (Graphalytics)."""
+        return self.run("cdlp", iterations=iterations, **kw)
+
+    def lcc(self, **kw: Any) -> Result:
+        """Local clustering coefficient (Graphalytics definition)."""
+        return self.run("lcc", **kw)
+
+
+def _columns_of_frame(frame: Any, weights: Any):
+    columns = list(getattr(frame, "columns", []))
+    for s, d in (("src", "dst"), ("source", "target"), ("from", "to")):
+        if s in columns and d in columns:
+            w = weights
+            if w is None and "weight" in columns:
+                w = frame["weight"].to_numpy()
+            return frame[s].to_numpy(), frame[d].to_numpy(), w
+    raise _native.InputError(
+        "from_edges: give src and dst arrays, or a DataFrame with src/dst (or source/target) columns"
+    )
+
+
+def _id_list(values: Any):
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
+            raise _native.InputError("from_edges: vertex ids must be non-negative integers or strings")
+        return arr.astype(np.uint64).tolist(), "u64"
+    if arr.dtype.kind == "f":
+        raise _native.InputError("from_edges: vertex ids are floats; give integers or strings")
+    return [str(x) for x in arr.tolist()], "string"
+
+
+def _store_path(store: Optional[PathLike]):
+    if store is not None:
+        return os.fspath(store), None
+    keep = tempfile.TemporaryDirectory(prefix="outcore-")
+    return os.path.join(keep.name, "store"), keep
+
+
+def open(path: PathLike) -> Graph:  # noqa: A001 - mirrors the usual `open(path)` of storage libraries
+    """Opens an existing store."""
+    return Graph.open(path)
+
+
+def import_edges(
+    inputs: Union[PathLike, Sequence[PathLike]],
+    store: PathLike,
+    *,
+    format: str = "auto",
+    undirected: Optional[bool] = None,
+    weighted: Optional[bool] = None,
+    memory: Optional[str] = None,
+    order: Optional[str] = None,
+    dedup: bool = False,
+    drop_self_loops: bool = False,
+    ids: str = "u64",
+    skip_bad_lines: bool = False,
+    progress: Optional[bool] = None,
+) -> Graph:
+    """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
+    detected) into a store within ``memory`` and returns the Graph."""
+    if order not in (None, "none"):
+        raise NotImplementedError("orderings at import are not available yet")
+    paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
+    _native.import_edges(
+        paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=memory,
+        dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
+        progress=_progress(progress),
+    )
+    return Graph(store)
+
+
+def generate_rmat(
+    scale: int,
+    edge_factor: int = 16,
+    seed: int = 1,
+    path: Optional[PathLike] = None,
+    *,
+    weights: bool = False,
+    memory: Optional[str] = None,
+    progress: Optional[bool] = None,
+) -> Graph:
+    """Generates a Graph500 RMAT graph (2**scale vertices, edge_factor * 2**scale edges)
+    straight into a store (a temporary one when ``path`` is None)."""
+    store, keep = _store_path(path)
+    _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=memory, progress=_progress(progress))
+    return Graph(store, keep)
+
+
+def algorithms() -> List[tuple]:
+    """``[(name, description), ...]`` of every algorithm the engines offer."""
+    return _native.algorithms()

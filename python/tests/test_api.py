@@ -1,0 +1,128 @@
+"""The Python API: construction, results, errors, and agreement with the CLI."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import outcore
+from conftest import GRAPHALYTICS, graphalytics_graphs, properties
+
+
+def test_from_edges_numpy_and_results(tmp_path):
+    g = outcore.Graph.from_edges(np.array([10, 20, 30, 10]), np.array([20, 30, 10, 30]), store=tmp_path / "g")
+    assert (g.num_vertices, g.num_edges, g.directed) == (3, 4, True)
+    r = g.bfs(20)
+    assert r.ids.tolist() == [10, 20, 30]
+    assert r.to_dict() == {10: 2, 20: 0, 30: 1}
+    pr = g.pagerank(iterations=30)
+    assert pr.values.dtype == np.float64
+    assert math.isclose(pr.values.sum(), 1.0, rel_tol=1e-9)
+    assert pr.stats["engine"] in ("inmem", "stream", "cache")
+    assert pr.stats["iterations"] == 30
+
+
+def test_from_edges_pandas_with_weights_and_strings(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"src": ["a", "b", "a"], "dst": ["b", "c", "c"], "weight": [1.0, 1.0, 5.0]})
+    g = outcore.Graph.from_edges(frame, store=tmp_path / "g")
+    assert g.weighted
+    d = g.sssp("a").to_dict()
+    assert d == {"a": 0.0, "b": 1.0, "c": 2.0}
+    df = g.wcc().to_pandas()
+    assert list(df.columns) == ["vertex", "value"]
+    assert set(df["value"]) == {"a"}
+
+
+def test_temporary_store_and_repr():
+    g = outcore.Graph.from_edges([1, 2], [2, 3])
+    assert "3 vertices" in repr(g)
+    r = g.wcc()
+    assert "wcc" in repr(r) and len(r) == 3
+
+
+@pytest.mark.parametrize("name", graphalytics_graphs())
+def test_every_algorithm_equals_the_cli(tmp_path, cli, name):
+    props = properties(name)
+    store = tmp_path / "store"
+    g = outcore.import_edges(GRAPHALYTICS / f"{name}.properties", store)
+    algorithms = [a.strip() for a in props["algorithms"].split(",")]
+    for algo in algorithms:
+        params, cli_args = {}, []
+        if algo in ("bfs", "sssp"):
+            params["source"] = props[f"{algo}.source-vertex"]
+            cli_args = ["--source", props[f"{algo}.source-vertex"]]
+        if algo == "cdlp":
+            params["iterations"] = int(props["cdlp.max-iterations"])
+            cli_args = ["--iterations", props["cdlp.max-iterations"]]
+        if algo == "pr":
+            params["iterations"] = int(props["pr.num-iterations"])
+            params["damping"] = float(props["pr.damping-factor"])
+            cli_args = ["--iterations", props["pr.num-iterations"], "--damping", props["pr.damping-factor"]]
+        out = tmp_path / f"{algo}.txt"
+        cli("run", algo, "--store", str(store), "--output", str(out), "--quiet", *cli_args)
+        expected = {}
+        for line in out.read_text().splitlines():
+            vertex, value = line.split()
+            expected[int(vertex)] = value
+        got = g.run(algo, **params)
+        assert got.ids.tolist() == sorted(expected)
+        for vertex, value in zip(got.ids.tolist(), got.values.tolist()):
+            want = expected[vertex]
+            if want in ("infinity", "inf"):
+                assert math.isinf(value)
+            elif got.kinds[next(iter(got.columns))] == "float":
+                assert math.isclose(float(want), value, rel_tol=1e-14, abs_tol=0.0), (algo, vertex)
+            else:
+                assert int(want) == value, (algo, vertex)
+
+
+def test_errors_are_typed_with_clear_messages(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 2\n3 x\n")
+    with pytest.raises(outcore.InputError, match=r"bad.txt:2: .*invalid vertex id 'x'"):
+        outcore.import_edges(bad, tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+    with pytest.raises(outcore.StoreError, match="does not exist"):
+        outcore.open(tmp_path / "missing")
+    g = outcore.Graph.from_edges([1], [2], store=tmp_path / "g")
+    with pytest.raises(ValueError, match="not in the graph"):
+        g.bfs(99)
+    with pytest.raises(outcore.MemoryBudgetError):
+        g.pagerank(engine="inmem", memory="1B")
+    assert issubclass(outcore.InputError, outcore.OutcoreError)
+    assert issubclass(outcore.MemoryBudgetError, outcore.OutcoreError)
+    with pytest.raises(outcore.InputError):
+        outcore.Graph.from_edges(np.array([1.5]), np.array([2.5]))
+
+
+def test_ctrl_c_interrupts_a_run_and_leaves_the_store_intact(tmp_path):
+    store = tmp_path / "g"
+    rng = np.random.default_rng(1)
+    n = 200_000
+    outcore.Graph.from_edges(rng.integers(0, n, 2_000_000), rng.integers(0, n, 2_000_000), store=store)
+    script = textwrap.dedent(
+        f"""
+        import sys, outcore
+        g = outcore.open({str(store)!r})
+        print("started", flush=True)
+        try:
+            g.pagerank(iterations=100000, progress=False)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(1.5)
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=60)
+    assert child.returncode == 3 and "interrupted" in out
+    assert outcore.open(store).num_vertices > 0
