@@ -241,6 +241,12 @@ impl Runner {
 
     /// Runs a vertex program to completion and returns the final values in dense-id order.
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
+        // `EdgeDirection::In` is newer than some engines: those not listed here refuse it
+        // rather than silently sending along out-edges.
+        let supports_in_edges = matches!(self.engine, EngineKind::InMemory | EngineKind::Auto | EngineKind::Cache);
+        if program.direction() == crate::program::EdgeDirection::In && !supports_in_edges {
+            return Err(not_available(self.engine, "programs that send along in-edges (EdgeDirection::In)"));
+        }
         match self.engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
