@@ -26,7 +26,7 @@ demo: build
 test: deps test-rust check-features test-python
 
 test-rust:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --locked
 
 # The Python package, built from source into a fresh virtualenv, with its tests, doctests and
 # a subset of networkx's own tests dispatched to the outcore backend.

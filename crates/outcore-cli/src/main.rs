@@ -29,7 +29,10 @@ enum Command {
     Summary(commands::summary::SummaryArgs),
     /// Measure the gap threshold l of a device (bandwidth × latency) for the stream engine.
     Calibrate(commands::calibrate::CalibrateArgs),
-    /// Compare an engine's modes on a store (wall time, bytes read, peak RSS per run).
+    /// Renumber a store's vertices (none, degree, random, norder).
+    Reorder(commands::reorder::ReorderArgs),
+    /// Benchmarks (`bench cache`: BASC, GVS and Norder at equal memory; `bench stream`:
+    /// the stream engine's schedules).
     Bench(commands::bench::BenchArgs),
 }
 
@@ -69,6 +72,7 @@ fn main() {
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),
+        Command::Reorder(args) => commands::reorder::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };
     if let Err(error) = result {

@@ -31,6 +31,10 @@ pub enum EdgeDirection {
     /// `u -> v` is scattered by `v` as `EdgeRef { source: v, target: u, .. }`. An undirected
     /// store already holds both arcs of every edge, so there `Both` is the same as `Out`.
     Both,
+    /// In-edges only, reversed: an active vertex `v` sends along each in-arc `u → v` to `u`
+    /// (`EdgeRef { source: v, target: u, .. }`). This is "pull" expressed as push, for backward
+    /// sweeps such as Brandes' dependency accumulation. On an undirected store it equals `Out`.
+    In,
 }
 
 /// One edge as seen by `scatter`.

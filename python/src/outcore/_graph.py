@@ -64,7 +64,15 @@ class Result:
 
     def to_pandas(self):
         """A DataFrame with a ``vertex`` column and one column per value (``value`` when
-        there is a single one)."""
+        there is a single one).
+
+        >>> g = Graph.from_edges([1, 2], [2, 3])
+        >>> g.bfs(1, progress=False).to_pandas()
+           vertex  value
+        0       1      0
+        1       2      1
+        2       3      2
+        """
         import pandas as pd
 
         frame = {"vertex": self.ids}
@@ -165,7 +173,15 @@ class Graph:
         return Result(algorithm, raw)
 
     def pagerank(self, iterations: int = 20, damping: float = 0.85, **kw: Any) -> Result:
-        """Graphalytics PageRank with a fixed number of iterations."""
+        """Graphalytics PageRank with a fixed number of iterations.
+
+        >>> g = Graph.from_edges([1, 2, 3], [2, 3, 1])
+        >>> pr = g.pagerank(iterations=10, progress=False)
+        >>> [round(x, 6) for x in pr.values.tolist()]
+        [0.333333, 0.333333, 0.333333]
+        >>> pr.stats["iterations"]
+        10
+        """
         return self.run("pr", iterations=iterations, damping=damping, **kw)
 
     def pagerank_delta(self, tolerance: Optional[float] = None, damping: float = 0.85, **kw: Any) -> Result:
@@ -177,11 +193,21 @@ class Graph:
         return self.run("bfs", source=source, **kw)
 
     def sssp(self, source: Any, **kw: Any) -> Result:
-        """Weighted shortest-path distances from ``source``; unreachable: inf."""
+        """Weighted shortest-path distances from ``source``; unreachable: inf.
+
+        >>> g = Graph.from_edges(["a", "a", "b"], ["b", "c", "c"], weights=[1.0, 5.0, 1.0])
+        >>> g.sssp("a", progress=False).to_dict()
+        {'a': 0.0, 'b': 1.0, 'c': 2.0}
+        """
         return self.run("sssp", source=source, **kw)
 
     def wcc(self, **kw: Any) -> Result:
-        """Weakly connected components; the label is the smallest original id inside."""
+        """Weakly connected components; the label is the smallest original id inside.
+
+        >>> g = Graph.from_edges([5, 7, 9], [6, 5, 10])
+        >>> g.wcc(progress=False).to_dict()
+        {5: 5, 6: 5, 7: 5, 9: 9, 10: 9}
+        """
         return self.run("wcc", **kw)
 
     def cdlp(self, iterations: int = 10, **kw: Any) -> Result:

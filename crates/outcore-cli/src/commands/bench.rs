@@ -1,298 +1,32 @@
-//! `outcore bench`: measured comparisons of an engine's modes, in one invocation.
-//!
-//! `outcore bench stream --store DIR` runs each algorithm (default bfs, wcc, pr with 20
-//! iterations) under each schedule of the stream engine (selective, full, block) and prints
-//! wall time, bytes read and peak RSS per run, then the ratios selective/full and
-//! selective/block. Each run is a child process (this binary re-invoked with hidden
-//! `--child-*` arguments) so that its peak RSS is its own, and the store's pages are evicted
-//! from the page cache before each run (`--warm` keeps them) so runs start alike.
-
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+//! `outcore bench ...`: benchmarks that measure an engine's techniques against their baselines
+//! in one invocation (DESIGN.md "Tests and benchmarks"). One subcommand per engine.
 
 use clap::{Args, Subcommand};
-use outcore::algo::{run_algorithm, AlgorithmParams};
-use outcore::engine::stream::{calibrate, IoMode, Schedule, StreamOptions};
-use outcore::engine::{EngineKind, RunOptions, Runner};
-use outcore::generate::{generate_into_store, Rmat, RmatConfig};
-use outcore::ingest::ImportOptions;
-use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
-use outcore::store::{Direction, Store};
+
+use super::{bench_cache, bench_stream};
 
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(subcommand)]
-    command: BenchCommand,
+    kind: BenchKind,
 }
 
 #[derive(Subcommand)]
-enum BenchCommand {
-    /// The stream engine: each algorithm under each schedule (selective, full, block).
-    Stream(StreamBenchArgs),
-}
-
-#[derive(Args, Clone)]
-pub struct StreamBenchArgs {
-    /// The store to run on.
-    #[arg(long)]
-    store: PathBuf,
-    /// Algorithms, comma-separated.
-    #[arg(long, default_value = "bfs,wcc,pr")]
-    algorithms: String,
-    /// Schedules, comma-separated.
-    #[arg(long, default_value = "selective,full,block")]
-    schedules: String,
-    /// Memory budget of every run.
-    #[arg(long, default_value = "1GiB")]
-    memory: String,
-    /// I/O mode: auto, direct or buffered.
-    #[arg(long, default_value = "direct")]
-    io: String,
-    /// PageRank iterations.
-    #[arg(long, default_value_t = 20)]
-    pr_iterations: usize,
-    /// Source of bfs/sssp (original id; default: the vertex of largest out-degree).
-    #[arg(long)]
-    source: Option<String>,
-    /// Gap threshold l in bytes (default: the device's calibration, else 64 KiB).
-    #[arg(long)]
-    gap_threshold: Option<String>,
-    /// Block size of the block schedule (default 1 MiB).
-    #[arg(long)]
-    block_size: Option<String>,
-    /// Keep the store in the page cache between runs (default: evict before each run).
-    #[arg(long)]
-    warm: bool,
-    /// Generate an RMAT graph of this scale (Graph500: edge factor 16, seed 1, directed,
-    /// unweighted) into --store first when it does not exist yet.
-    #[arg(long)]
-    generate_rmat: Option<u32>,
-    /// Also write every run's statistics as a JSON array.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    #[arg(long, hide = true)]
-    child_algorithm: Option<String>,
-    #[arg(long, hide = true)]
-    child_schedule: Option<String>,
-    #[arg(long, hide = true)]
-    child_stats: Option<PathBuf>,
+enum BenchKind {
+    /// Cache engine: orderings × static-cache selections × BFS-like algorithms at equal memory.
+    Cache(bench_cache::BenchCacheArgs),
+    /// One run of `bench cache` (a child process, for per-run peak RSS).
+    #[command(hide = true)]
+    CacheRun(bench_cache::BenchCacheRunArgs),
+    /// Stream engine: each algorithm under each schedule (selective, full, block): wall time,
+    /// bytes read, peak RSS, and the ratios selective/full and selective/block.
+    Stream(bench_stream::StreamBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    match args.command {
-        BenchCommand::Stream(args) => match (&args.child_algorithm, &args.child_schedule, &args.child_stats) {
-            (Some(algorithm), Some(schedule), Some(stats)) => stream_child(&args, algorithm, schedule, stats),
-            _ => stream_parent(&args),
-        },
+    match args.kind {
+        BenchKind::Cache(a) => bench_cache::run(a),
+        BenchKind::CacheRun(a) => bench_cache::run_child(a),
+        BenchKind::Stream(a) => bench_stream::run(a),
     }
-}
-
-fn list(text: &str) -> Vec<String> {
-    text.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
-}
-
-/// One run, in this (child) process; writes its statistics to `stats_path`.
-fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_path: &Path) -> anyhow::Result<()> {
-    let store = Store::open(&args.store)?;
-    let options = RunOptions {
-        engine: EngineKind::Stream,
-        memory: MemoryBudget::parse(&args.memory)?,
-        stream: StreamOptions {
-            schedule: Schedule::parse(schedule)?,
-            io: IoMode::parse(&args.io)?,
-            gap_threshold: args.gap_threshold.as_deref().map(parse_size).transpose()?,
-            block_bytes: args.block_size.as_deref().map(parse_size).transpose()?.unwrap_or(StreamOptions::default().block_bytes),
-            ..StreamOptions::default()
-        },
-    };
-    let params = AlgorithmParams {
-        source: args.source.clone(),
-        iterations: (algorithm == "pr").then_some(args.pr_iterations),
-        ..AlgorithmParams::default()
-    };
-    let runner = Runner::new(&store, options);
-    run_algorithm(&runner, algorithm, &params)?;
-    let mut stats = runner.finish(algorithm);
-    // getrusage's peak survives exec (Linux folds the parent's mm into it), so a child forked
-    // from a large parent would report the parent's peak; VmHWM is this image's own.
-    if let Some(hwm) = vm_hwm_bytes() {
-        stats.peak_rss_bytes = hwm;
-    }
-    if let Some(cpu) = cpu_seconds() {
-        stats.extra.insert("cpu_seconds".into(), cpu.into());
-    }
-    std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
-    Ok(())
-}
-
-/// Peak resident set of this process image (`VmHWM` in /proc/self/status).
-fn vm_hwm_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// User + system CPU time of this process so far (all threads, exited ones included), from
-/// /proc/self/stat in clock ticks of 1/100 s (USER_HZ). On a shared machine this moves less
-/// with other people's load than wall time does.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5) (utime, stime) are 12 and 13 after the state field.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
-
-/// The original id of the vertex with the most out-edges.
-fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
-    let csr = store.csr(Direction::Out)?;
-    let n = csr.vertices;
-    let chunk = 1u64 << 16;
-    let mut buf = vec![0u64; chunk as usize + 1];
-    let (mut best, mut best_degree) = (0u64, 0u64);
-    let mut first = 0;
-    while first < n {
-        let count = chunk.min(n - first);
-        csr.read_offsets(first, &mut buf[..count as usize + 1])?;
-        for (i, w) in buf[..count as usize + 1].windows(2).enumerate() {
-            if w[1] - w[0] > best_degree {
-                best_degree = w[1] - w[0];
-                best = first + i as u64;
-            }
-        }
-        first += count;
-    }
-    Ok(store.ids()?.original(best)?.to_string())
-}
-
-/// Evicts every file of the store from the page cache.
-fn evict(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            evict(&path);
-        } else if let Ok(file) = File::open(&path) {
-            calibrate::evict_from_page_cache(&file);
-        }
-    }
-}
-
-/// One run's `--stats-json` figures (read back as JSON).
-struct Measured {
-    algorithm: String,
-    schedule: String,
-    stats: serde_json::Value,
-}
-
-impl Measured {
-    fn number(&self, key: &str) -> f64 {
-        self.stats[key].as_f64().unwrap_or(0.0)
-    }
-}
-
-fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
-    if let (Some(scale), false) = (args.generate_rmat, args.store.exists()) {
-        let started = std::time::Instant::now();
-        let generator = Rmat::new(RmatConfig::with_scale(scale))?;
-        let options = ImportOptions { memory: MemoryBudget::parse(&args.memory)?, ..ImportOptions::default() };
-        let progress = crate::progress::TerminalProgress::new(false);
-        generate_into_store(generator, &args.store, &options, &progress, &CancelToken::new())?;
-        println!("generated rmat scale {scale} into {} in {:.1} s", args.store.display(), started.elapsed().as_secs_f64());
-    }
-    let store = Store::open(&args.store)?;
-    let budget = MemoryBudget::parse(&args.memory)?;
-    let source = match &args.source {
-        Some(s) => s.clone(),
-        None => busiest_vertex(&store)?,
-    };
-    let edge_bytes = store.csr(Direction::Out)?.targets.len();
-    println!(
-        "stream bench: {} ({} vertices, {} arcs, csr-out targets {}), memory {}, io {}, bfs source {source}, pr {} iterations, {}",
-        args.store.display(),
-        store.num_vertices(),
-        store.num_arcs(),
-        format_size(edge_bytes),
-        budget,
-        args.io,
-        args.pr_iterations,
-        if args.warm { "warm page cache" } else { "page cache evicted before each run" }
-    );
-    let exe = std::env::current_exe()?;
-    let scratch = std::env::temp_dir().join(format!("outcore-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let mut runs = Vec::new();
-    println!(
-        "{:<10} {:<10} {:>9} {:>8} {:>6} {:>12} {:>9} {:>11} {:>6}",
-        "algorithm", "schedule", "wall s", "cpu s", "iters", "bytes read", "× file", "peak RSS", "≤ b+64M"
-    );
-    for algorithm in list(&args.algorithms) {
-        for schedule in list(&args.schedules) {
-            if !args.warm {
-                evict(&args.store);
-            }
-            let stats_path = scratch.join(format!("{algorithm}-{schedule}.json"));
-            let mut command = Command::new(&exe);
-            command
-                .args(["bench", "stream", "--store"])
-                .arg(&args.store)
-                .args(["--memory", &args.memory, "--io", &args.io, "--source", &source])
-                .args(["--pr-iterations", &args.pr_iterations.to_string()])
-                .args(["--child-algorithm", &algorithm, "--child-schedule", &schedule, "--child-stats"])
-                .arg(&stats_path);
-            if let Some(g) = &args.gap_threshold {
-                command.args(["--gap-threshold", g]);
-            }
-            if let Some(b) = &args.block_size {
-                command.args(["--block-size", b]);
-            }
-            let status = command.status()?;
-            if !status.success() {
-                anyhow::bail!("the {algorithm} run under the {schedule} schedule failed ({status})");
-            }
-            let stats = serde_json::from_slice(&std::fs::read(&stats_path)?)?;
-            let run = Measured { algorithm: algorithm.clone(), schedule, stats };
-            let (bytes, rss) = (run.number("bytes_read") as u64, run.number("peak_rss_bytes") as u64);
-            println!(
-                "{:<10} {:<10} {:>9.2} {:>8.2} {:>6} {:>12} {:>9.2} {:>11} {:>6}",
-                run.algorithm,
-                run.schedule,
-                run.number("wall_seconds"),
-                run.stats["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
-                run.number("iterations"),
-                format_size(bytes),
-                bytes as f64 / edge_bytes.max(1) as f64,
-                format_size(rss),
-                if rss <= budget.bytes() + (64 << 20) { "yes" } else { "NO" }
-            );
-            runs.push(run);
-        }
-    }
-    println!("\nratios (bytes read, wall time, CPU time):");
-    for algorithm in list(&args.algorithms) {
-        let find = |s: &str| runs.iter().find(|r| r.algorithm == algorithm && r.schedule == s);
-        let Some(selective) = find("selective") else { continue };
-        for other in ["full", "block"] {
-            if let Some(o) = find(other) {
-                println!(
-                    "  {algorithm:<10} selective/{other:<6} bytes {:.3}  wall {:.3}  cpu {:.3}",
-                    selective.number("bytes_read") / o.number("bytes_read").max(1.0),
-                    selective.number("wall_seconds") / o.number("wall_seconds").max(1e-9),
-                    selective.number("cpu_seconds") / o.number("cpu_seconds").max(1e-9)
-                );
-            }
-        }
-    }
-    if let Some(path) = &args.json {
-        let all: Vec<serde_json::Value> = runs
-            .iter()
-            .map(|r| serde_json::json!({"algorithm": r.algorithm, "schedule": r.schedule, "stats": r.stats}))
-            .collect();
-        std::fs::write(path, serde_json::to_vec_pretty(&all)?)?;
-    }
-    let _ = std::fs::remove_dir_all(&scratch);
-    Ok(())
 }

@@ -59,6 +59,13 @@ pub struct ImportArgs {
     /// Write the import report as JSON to this file.
     #[arg(long)]
     stats_json: Option<PathBuf>,
+    /// Renumber the vertices after the import: none (input order), degree, random, norder
+    /// (`outcore reorder` on the new store).
+    #[arg(long, default_value = "none")]
+    order: String,
+    /// Seed of `--order random`.
+    #[arg(long, default_value_t = 1)]
+    order_seed: u64,
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
@@ -89,6 +96,7 @@ pub fn options(args: &ImportArgs) -> anyhow::Result<ImportOptions> {
 
 pub fn run(args: ImportArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     let opts = options(&args)?;
+    let order = outcore::store::order::VertexOrder::parse(&args.order, args.order_seed)?;
     let progress = TerminalProgress::new(args.quiet);
     let (_store, report) = import(&args.inputs, &args.store, &opts, &progress, cancel)?;
     eprintln!(
@@ -109,6 +117,12 @@ pub fn run(args: ImportArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.stats_json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+    }
+    if order != outcore::store::order::VertexOrder::None {
+        // Import then reorder: the pipeline writes ids in original-id order, and the ordering
+        // rebuilds the store renumbered (atomically, within the same budget).
+        cancel.check()?;
+        super::reorder::apply(&args.store, None, order, opts.memory, args.quiet)?;
     }
     Ok(())
 }

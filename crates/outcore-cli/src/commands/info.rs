@@ -18,6 +18,10 @@ pub struct InfoArgs {
     /// Check every file's full checksum, not only sizes and small files.
     #[arg(long)]
     verify: bool,
+    /// Compute the BASC paper's ordering cost model Σ_v indeg(v)·variance(ids of v's
+    /// out-neighbours) (one pass over csr-out), and its value relative to a random order.
+    #[arg(long)]
+    order_cost: bool,
 }
 
 /// Degree statistics of one direction, computed from the offsets file in one pass.
@@ -72,6 +76,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         "layout_bytes": layouts,
         "verified": args.verify,
     });
+    let mut info = info;
+    if args.order_cost {
+        let cost = outcore::store::order::order_cost(&store)?;
+        info["order_cost"] = json!({ "cost": cost.cost, "normalized": cost.normalized });
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(());
@@ -91,6 +100,13 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     }
     if args.verify {
         println!("checksums   all files verified");
+    }
+    if let Some(cost) = info.get("order_cost") {
+        println!(
+            "order cost  {:.6e} (Σ indeg·variance of neighbour ids; {:.4} of a random order's)",
+            cost["cost"].as_f64().unwrap_or(0.0),
+            cost["normalized"].as_f64().unwrap_or(0.0)
+        );
     }
     Ok(())
 }

@@ -2,10 +2,13 @@
 //! logic the Python package would also need (that belongs in the library).
 
 pub mod bench;
+pub mod bench_cache;
+pub mod bench_stream;
 pub mod calibrate;
+pub mod generate;
 pub mod import;
 pub mod info;
+pub mod reorder;
+pub mod run;
 pub mod summary;
 pub mod validate;
-pub mod generate;
-pub mod run;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::engine::cache::{CacheOptions, SelectionMethod};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
@@ -15,7 +16,7 @@ use crate::progress::TerminalProgress;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The algorithm: bfs, pr, pr-delta, wcc, cdlp, lcc, sssp (see `outcore algorithms`).
+    /// The algorithm: bfs, pr, pr-delta, wcc, cdlp, lcc, sssp, diameter, bc, msbfs (see `outcore algorithms`).
     algorithm: String,
     /// The store directory.
     #[arg(long)]
@@ -57,6 +58,24 @@ pub struct RunArgs {
     /// Convergence tolerance: pr-delta.
     #[arg(long)]
     tolerance: Option<f64>,
+    /// BFS sweeps: diameter (default 4).
+    #[arg(long)]
+    sweeps: Option<usize>,
+    /// Raw betweenness instead of networkx's normalised values: bc.
+    #[arg(long)]
+    unnormalized: bool,
+    /// Cache engine: page size in bytes, a multiple of 512 (default 8192).
+    #[arg(long)]
+    page_size: Option<String>,
+    /// Cache engine: share of the cache memory given to the static cache (default 0.8).
+    #[arg(long)]
+    static_cache_share: Option<f64>,
+    /// Cache engine: static-cache selection gvs, highd, lowd, random or none (default gvs).
+    #[arg(long)]
+    static_cache_select: Option<String>,
+    /// Cache engine: rounds K of greedy vertex selection (default 16).
+    #[arg(long)]
+    gvs_rounds: Option<usize>,
     /// No progress bars and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -84,6 +103,25 @@ fn stream_options(args: &RunArgs) -> anyhow::Result<StreamOptions> {
     })
 }
 
+/// The cache engine's options from the flags (defaults where absent).
+fn cache_options(args: &RunArgs) -> anyhow::Result<CacheOptions> {
+    let defaults = CacheOptions::default();
+    Ok(CacheOptions {
+        page_size: match &args.page_size {
+            Some(size) => outcore::runtime::parse_size(size)?,
+            None => defaults.page_size,
+        },
+        static_cache_share: args.static_cache_share.unwrap_or(defaults.static_cache_share),
+        selection: match &args.static_cache_select {
+            Some(name) => SelectionMethod::parse(name)?,
+            None => defaults.selection,
+        },
+        gvs_rounds: args.gvs_rounds.unwrap_or(defaults.gvs_rounds),
+        seed: args.seed.unwrap_or(defaults.seed),
+        ..defaults
+    })
+}
+
 pub fn params(args: &RunArgs) -> AlgorithmParams {
     AlgorithmParams {
         source: args.source.clone(),
@@ -93,6 +131,8 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         iterations: args.iterations,
         damping: args.damping,
         tolerance: args.tolerance,
+        sweeps: args.sweeps,
+        unnormalized: args.unnormalized,
         ..AlgorithmParams::default()
     }
 }
@@ -110,6 +150,7 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
             None => MemoryBudget::default_for_machine(),
         },
         stream: stream_options(&args)?,
+        cache: cache_options(&args)?,
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)

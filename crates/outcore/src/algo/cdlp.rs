@@ -7,7 +7,9 @@
 //! counts twice; on an undirected graph each neighbour counts once per edge.
 //!
 //! Labels are dense ids; dense ids follow ascending original ids, so "smallest label" is the
-//! smallest original id and outputs print labels as original ids.
+//! smallest original id and outputs print labels as original ids. On a reordered store labels
+//! are original-id ranks ([`Runner::original_ranks`]) while propagating, so ties still go to
+//! the smallest original id, and are mapped back to dense ids at the end.
 //!
 //! A Pregel program, since the mode needs the multiset of labels (no combiner): superstep s
 //! computes iteration s from the labels sent in superstep s − 1, then sends the new label along
@@ -38,8 +40,10 @@ pub struct CdlpOutput {
     pub label: Vec<VertexId>,
 }
 
-struct Cdlp {
+struct Cdlp<'a> {
     iterations: usize,
+    /// Original-id rank per dense id on reordered stores.
+    rank: Option<&'a [u64]>,
 }
 
 /// The most frequent label, the smallest among equally frequent ones.
@@ -56,12 +60,12 @@ fn most_frequent(labels: &[VertexId]) -> Option<VertexId> {
     best.map(|(_, label)| label)
 }
 
-impl PregelProgram for Cdlp {
+impl PregelProgram for Cdlp<'_> {
     type Value = VertexId;
     type Msg = VertexId;
 
     fn init(&self, v: VertexId, _: &GraphInfo) -> VertexId {
-        v
+        self.rank.map_or(v, |rank| rank[v as usize])
     }
     fn needs_in_edges(&self) -> bool {
         true
@@ -89,7 +93,9 @@ impl PregelProgram for Cdlp {
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {
-    Ok(CdlpOutput { label: runner.run_pregel(&Cdlp { iterations: config.iterations })? })
+    let rank = runner.original_ranks()?;
+    let labels = runner.run_pregel(&Cdlp { iterations: config.iterations, rank: rank.as_deref() })?;
+    Ok(CdlpOutput { label: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 
 impl From<CdlpOutput> for AlgorithmResult {

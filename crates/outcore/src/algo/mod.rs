@@ -55,11 +55,18 @@ pub struct AlgorithmParams {
     pub damping: Option<f64>,
     /// Convergence tolerance: pr-delta.
     pub tolerance: Option<f64>,
+    /// BFS sweeps: diameter (default 4).
+    pub sweeps: Option<usize>,
+    /// Raw instead of normalised values: bc (default false: normalised as networkx).
+    pub unnormalized: bool,
 }
 
+pub mod bc;
 pub mod bfs;
 pub mod cdlp;
+pub mod diameter;
 pub mod lcc;
+pub mod msbfs;
 pub mod mssp;
 pub mod pagerank;
 pub mod pagerank_delta;
@@ -78,6 +85,9 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("cdlp", "community detection by synchronous label propagation (Graphalytics CDLP)"),
     ("lcc", "local clustering coefficient over in- and out-neighbours (Graphalytics LCC)"),
     ("sssp", "single-source shortest paths over non-negative weights from --source (Graphalytics SSSP)"),
+    ("diameter", "approximate diameter (lower bound) by --sweeps BFS sweeps from a random then the farthest vertices"),
+    ("bc", "betweenness centrality (Brandes) from --sources or --num-sources K sampled with --seed; exact when K >= |V|"),
+    ("msbfs", "multi-source BFS from --sources or --num-sources sampled ones, 64 at once: per-vertex reach count and distance sum"),
     ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
 ];
 
@@ -120,11 +130,27 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             cdlp::run(runner, &cdlp::Config { iterations })?.into()
         }
         "lcc" => lcc::run(runner, &lcc::Config)?.into(),
+        "diameter" => {
+            let defaults = diameter::Config::default();
+            let first_source = if params.source.is_some() { Some(source()?) } else { None };
+            let config = diameter::Config {
+                sweeps: params.sweeps.unwrap_or(defaults.sweeps),
+                seed: params.seed.unwrap_or(defaults.seed),
+                first_source,
+            };
+            diameter::run(runner, &config)?.into()
+        }
+        "bc" => {
+            let sources = many_sources(runner, params, bc::DEFAULT_NUM_SOURCES)?;
+            bc::run(runner, &bc::Config { sources, normalized: !params.unnormalized })?.into()
+        }
+        "msbfs" => {
+            let sources = many_sources(runner, params, msbfs::DEFAULT_NUM_SOURCES)?;
+            msbfs::run(runner, &msbfs::Config { sources })?.into()
+        }
         "mssp" => {
-            let sources = if !params.sources.is_empty() {
-                params.sources.iter().map(|s| runner.resolve_vertex(s)).collect::<Result<Vec<_>>>()?
-            } else if let Some(count) = params.num_sources {
-                mssp::sample_sources(runner.graph_info().num_vertices, count, params.seed.unwrap_or(0))?
+            let sources = if !params.sources.is_empty() || params.num_sources.is_some() {
+                many_sources(runner, params, 0)?
             } else if params.source.is_some() {
                 vec![source()?]
             } else {
@@ -139,6 +165,26 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             return Err(Error::invalid(format!("unknown algorithm '{other}' (available: {})", names.join(", "))));
         }
     })
+}
+
+/// The sources of a many-source algorithm: `sources` when given, else `num_sources` (or
+/// `default`) sampled with `seed` (default 0).
+fn many_sources(runner: &Runner, params: &AlgorithmParams, default: usize) -> Result<Vec<VertexId>> {
+    if !params.sources.is_empty() {
+        return params.sources.iter().map(|s| runner.resolve_vertex(s)).collect();
+    }
+    msbfs::sample_sources(runner, params.num_sources.unwrap_or(default), params.seed.unwrap_or(0))
+}
+
+/// Maps labels given as original-id ranks back to dense ids (`rank[v]` per dense id `v`);
+/// labels are returned unchanged when `rank` is `None` (dense order is original order).
+fn ranks_to_dense(rank: Option<&[u64]>, labels: Vec<VertexId>) -> Vec<VertexId> {
+    let Some(rank) = rank else { return labels };
+    let mut dense_of_rank = vec![0 as VertexId; rank.len()];
+    for (v, &r) in rank.iter().enumerate() {
+        dense_of_rank[r as usize] = v as VertexId;
+    }
+    labels.into_iter().map(|label| dense_of_rank[label as usize]).collect()
 }
 
 /// An [`AlgorithmResult`] with one column and a summary.

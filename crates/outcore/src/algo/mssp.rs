@@ -1,8 +1,9 @@
 //! Multi-source shortest paths (`mssp`): for each of several sources, the length of a
 //! shortest path to every vertex along out-edges, with non-negative f64 weights (1.0 each on
 //! an unweighted store); unreachable: infinity. One output column per source, named by the
-//! source's original id. Sources are given (`--sources ID,ID,...`) or sampled uniformly
-//! without replacement (`--num-sources K --seed N`, seed 0 by default).
+//! source's original id. Sources are given (`--sources ID,ID,...`, or one `--source ID`) or
+//! sampled uniformly without replacement (`--num-sources K --seed N`, seed 0 by default: the
+//! same sample as `msbfs` and `bc` draw for that seed).
 //!
 //! Running one SSSP per source would stream the edges once per source per iteration; here
 //! every vertex carries a vector of distances, one per source, and one pass over the active
@@ -172,24 +173,6 @@ fn run_batch<const K: usize>(runner: &Runner, batch: &[VertexId], out: &mut Vec<
     Ok(())
 }
 
-/// Samples `count` distinct vertices of `0..vertices` uniformly (Floyd's algorithm with
-/// SplitMix64), in the order drawn.
-pub fn sample_sources(vertices: u64, count: usize, seed: u64) -> Result<Vec<VertexId>> {
-    if count as u64 > vertices {
-        return Err(Error::invalid(format!("cannot sample {count} distinct sources from {vertices} vertices")));
-    }
-    let mut state = seed;
-    let mut chosen = std::collections::BTreeSet::new();
-    let mut order = Vec::with_capacity(count);
-    for j in vertices - count as u64..vertices {
-        state = crate::engine::stream::calibrate::splitmix64(state);
-        let t = state % (j + 1);
-        let pick = if chosen.insert(t) { t } else { chosen.insert(j); j };
-        order.push(pick);
-    }
-    Ok(order)
-}
-
 pub fn run(runner: &Runner, config: &Config) -> Result<MsspOutput> {
     let n = runner.graph_info().num_vertices;
     if config.sources.is_empty() {
@@ -237,22 +220,5 @@ impl From<MsspOutput> for AlgorithmResult {
             columns: out.source_names.into_iter().zip(out.distances).map(|(name, d)| (name, ValueColumn::Float(d))).collect(),
             summary,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sampling_is_distinct_deterministic_and_in_range() {
-        let a = sample_sources(100, 40, 7).unwrap();
-        assert_eq!(a, sample_sources(100, 40, 7).unwrap());
-        assert_ne!(a, sample_sources(100, 40, 8).unwrap());
-        let set: std::collections::BTreeSet<_> = a.iter().collect();
-        assert_eq!(set.len(), 40);
-        assert!(a.iter().all(|&v| v < 100));
-        assert_eq!(sample_sources(5, 5, 1).unwrap().len(), 5);
-        assert!(sample_sources(5, 6, 1).is_err());
     }
 }

@@ -6,6 +6,10 @@
 //! As a vertex program: minimum-label propagation (the HCC algorithm of Kang et al., also
 //! Redio's and GraphD's WCC) along out- and in-edges ([`EdgeDirection::Both`]); a vertex whose
 //! label dropped sends it on in the next iteration.
+//!
+//! On a reordered store (`outcore reorder`, `import --order`) dense ids no longer follow
+//! original ids, so labels propagate as original-id *ranks* ([`Runner::original_ranks`]) and
+//! are mapped back to the dense id of the component's smallest original id at the end.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
@@ -30,9 +34,12 @@ impl WccOutput {
     }
 }
 
-struct Wcc;
+struct Wcc<'a> {
+    /// Original-id rank per dense id on reordered stores.
+    rank: Option<&'a [u64]>,
+}
 
-impl VertexProgram for Wcc {
+impl VertexProgram for Wcc<'_> {
     type Value = VertexId;
     type Msg = VertexId;
 
@@ -43,7 +50,7 @@ impl VertexProgram for Wcc {
         EdgeDirection::Both
     }
     fn init(&self, v: VertexId, _: &GraphInfo) -> VertexId {
-        v
+        self.rank.map_or(v, |rank| rank[v as usize])
     }
     fn scatter(&self, label: &VertexId, _: EdgeRef) -> Option<VertexId> {
         Some(*label)
@@ -64,7 +71,9 @@ impl VertexProgram for Wcc {
 }
 
 pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
-    Ok(WccOutput { component: runner.run_vertex_program(&Wcc)? })
+    let rank = runner.original_ranks()?;
+    let labels = runner.run_vertex_program(&Wcc { rank: rank.as_deref() })?;
+    Ok(WccOutput { component: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 
 impl From<WccOutput> for AlgorithmResult {

@@ -108,11 +108,18 @@ impl Adjacency {
 
 /// Runs a vertex program to completion; values in dense-id order.
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
-    let both = program.direction() == EdgeDirection::Both;
+    let direction = program.direction();
+    let in_edges = direction != EdgeDirection::Out;
     let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2) as u64;
-    check_budget(runner, needed_bytes(runner.store(), both, per_vertex, 0))?;
+    check_budget(runner, needed_bytes(runner.store(), in_edges, per_vertex, 0))?;
     let info = runner.graph_info();
-    let adj = Adjacency::load(runner.store(), both)?;
+    let adj = Adjacency::load(runner.store(), in_edges)?;
+    // The lists an active vertex sends along (`In`: its in-arcs, reversed).
+    let lists: [Option<&InMemoryCsr>; 2] = match direction {
+        EdgeDirection::Out => [Some(&adj.out), None],
+        EdgeDirection::Both => [Some(&adj.out), adj.inn.as_ref()],
+        EdgeDirection::In => [Some(adj.in_csr()), None],
+    };
     let n = info.num_vertices as usize;
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
@@ -146,7 +153,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         for v in (0..n as u64).filter(|&v| active[v as usize]) {
             let value = &values[v as usize];
             let source_out_degree = adj.out.degree(v);
-            for csr in [Some(&adj.out), adj.inn.as_ref().filter(|_| both)].into_iter().flatten() {
+            for csr in lists.into_iter().flatten() {
                 for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
                     send(value, EdgeRef { source: v, target, weight, source_out_degree });
                     edges_processed += 1;
@@ -327,7 +334,11 @@ mod tests {
             weighted: false,
         };
         let store = build_in_memory(&dir.path().join("g"), &graph).unwrap();
-        f(&Runner::new(&store, RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() }))
+        f(&Runner::new(&store, RunOptions {
+            engine: EngineKind::InMemory,
+            memory: MemoryBudget::new(1 << 30),
+            ..RunOptions::default()
+        }))
     }
 
     /// Counts the messages each vertex receives in one iteration, along out- or both directions.

@@ -5,6 +5,7 @@
 //! they report through [`Progress`] and record per-iteration figures with
 //! [`Runner::record_iteration`].
 
+pub mod cache;
 pub mod inmem;
 pub mod stream;
 
@@ -66,6 +67,8 @@ pub struct RunOptions {
     pub memory: MemoryBudget,
     /// Options of the stream engine (schedule, gap threshold, I/O mode).
     pub stream: stream::StreamOptions,
+    /// Options of the cache engine (page size, static cache).
+    pub cache: cache::CacheOptions,
 }
 
 impl Default for RunOptions {
@@ -74,6 +77,7 @@ impl Default for RunOptions {
             engine: EngineKind::Auto,
             memory: MemoryBudget::default_for_machine(),
             stream: stream::StreamOptions::default(),
+            cache: cache::CacheOptions::default(),
         }
     }
 }
@@ -123,6 +127,9 @@ pub struct Runner {
     started: Instant,
     io_at_start: IoSnapshot,
     stats: Mutex<RunStats>,
+    /// The cache engine's files and caches, created on first use and kept across the program
+    /// runs of one algorithm.
+    cache_engine: Mutex<Option<cache::CacheEngine>>,
 }
 
 impl Runner {
@@ -149,6 +156,7 @@ impl Runner {
             started: Instant::now(),
             io_at_start: counters.snapshot(),
             stats: Mutex::new(stats),
+            cache_engine: Mutex::new(None),
         }
     }
 
@@ -200,12 +208,54 @@ impl Runner {
         self.store.ids()?.resolve(original)
     }
 
+    /// Whether dense ids are in ascending original-id order (no ordering applied, or the last
+    /// one applied was `none`), so that "smaller dense id" means "smaller original id".
+    pub fn dense_order_is_original(&self) -> bool {
+        self.store.manifest().orderings.last().map_or(true, |o| o == "none")
+    }
+
+    /// The dense id of the vertex whose original id has rank `rank` (0-based) in ascending
+    /// original-id order. Lets algorithms sample vertices independently of any reordering.
+    pub fn vertex_at_original_rank(&self, rank: u64) -> Result<VertexId> {
+        let n = self.store.num_vertices();
+        if rank >= n {
+            return Err(Error::invalid(format!("rank {rank} out of range ({n} vertices)")));
+        }
+        if self.dense_order_is_original() {
+            return Ok(rank);
+        }
+        self.store.file(crate::store::ids::BY_ORIGINAL)?.read_u64_at(rank)
+    }
+
+    /// `rank[v]`: the rank of each dense id's original id in ascending original-id order, or
+    /// `None` when it is the dense id itself ([`dense_order_is_original`](Self::dense_order_is_original)).
+    /// Algorithms whose output depends on the order of ids (smallest-label rules of WCC and
+    /// CDLP) compare ranks instead of dense ids on reordered stores.
+    pub fn original_ranks(&self) -> Result<Option<Vec<u64>>> {
+        if self.dense_order_is_original() {
+            return Ok(None);
+        }
+        let by_original = self.store.file(crate::store::ids::BY_ORIGINAL)?.read_all()?;
+        let mut rank = vec![0u64; self.store.num_vertices() as usize];
+        for (r, chunk) in by_original.chunks_exact(8).enumerate() {
+            rank[u64::from_le_bytes(chunk.try_into().unwrap()) as usize] = r as u64;
+        }
+        Ok(Some(rank))
+    }
+
     /// Runs a vertex program to completion and returns the final values in dense-id order.
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
+        // `EdgeDirection::In` is newer than some engines: those not listed here refuse it
+        // rather than silently sending along out-edges.
+        let supports_in_edges =
+            matches!(self.engine, EngineKind::InMemory | EngineKind::Auto | EngineKind::Cache | EngineKind::Stream);
+        if program.direction() == crate::program::EdgeDirection::In && !supports_in_edges {
+            return Err(not_available(self.engine, "programs that send along in-edges (EdgeDirection::In)"));
+        }
         match self.engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Stream => stream::run_vertex_program(self, program),
-            other => Err(not_available(other, "vertex programs")),
+            EngineKind::Cache => cache::run_vertex_program(self, program),
         }
     }
 
@@ -215,6 +265,11 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
             other => Err(not_available(other, "Pregel programs")),
         }
+    }
+
+    /// The cache engine's state (see [`cache`]).
+    pub(crate) fn cache_engine_slot(&self) -> &Mutex<Option<cache::CacheEngine>> {
+        &self.cache_engine
     }
 
     /// Appends one iteration's figures (engines call this once per iteration).

@@ -22,6 +22,7 @@ pub mod csr;
 pub mod files;
 pub mod ids;
 pub mod manifest;
+pub mod order;
 
 use std::path::{Path, PathBuf};
 

@@ -25,7 +25,10 @@ pub fn store_with_ids(dir: &Path, ids: Vec<u64>, edges: &[(u64, u64, f64)], dire
 
 /// A runner on the in-memory engine with a budget far above what the tests need.
 pub fn runner(store: &Store) -> Runner {
-    Runner::new(store, RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() })
+    Runner::new(
+        store,
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() },
+    )
 }
 
 /// Builds the store of a Graphalytics graph from its `.properties`, `.v` and `.e` files with

@@ -5,9 +5,9 @@
 //! vertices are accessed far more often than edges, and for the graphs we target they fit):
 //! the program's values, the per-target accumulators, two [`IndexedBitmap`] frontiers, and the
 //! `offsets` array of each adjacency layout read (8 bytes per vertex, counted as vertex
-//! state). Edges stay on disk in the compact `csr-out` layout (plus `csr-in` when a program
-//! sends along both directions of a directed store, and the weight files only when the
-//! program reads weights). They are never mapped or loaded whole: a [`ChunkReader`] thread
+//! state). Edges stay on disk in the compact `csr-out` layout (`csr-in` instead for
+//! [`EdgeDirection::In`] programs, both for [`EdgeDirection::Both`] on a directed store; the
+//! weight files only when the program reads weights). They are never mapped or loaded whole: a [`ChunkReader`] thread
 //! streams them through a fixed pool of large aligned buffers sized from `--memory`. When the
 //! vertex state alone exceeds the budget, the run fails before starting with
 //! [`Error::MemoryBudget`] naming the memory needed and the fully external engine.
@@ -245,12 +245,19 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let store = runner.store();
     let info = runner.graph_info();
     let n = info.num_vertices as usize;
-    let both = program.direction() == EdgeDirection::Both && store.is_directed();
+    // The layouts read: an undirected store's csr-out already holds both directions.
+    let directions: &[Direction] = match (program.direction(), store.is_directed()) {
+        (EdgeDirection::Out, _) | (_, false) => &[Direction::Out],
+        (EdgeDirection::In, true) => &[Direction::In],
+        (EdgeDirection::Both, true) => &[Direction::Out, Direction::In],
+    };
+    // Out-degrees (`EdgeRef::source_out_degree`, `global_contribution`) come from csr-out's
+    // offsets, kept as well when only csr-in is read.
+    let degrees_apart = directions[0] != Direction::Out;
     let use_weights = program.uses_weights() && store.is_weighted();
-    let layout_count = 1 + both as u64;
     let plan = MemoryPlan::new(
         info.num_vertices,
-        layout_count,
+        directions.len() as u64 + degrees_apart as u64,
         std::mem::size_of::<P::Value>() as u64,
         std::mem::size_of::<P::Msg>() as u64,
         runner.options().memory.bytes(),
@@ -260,11 +267,19 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let want_direct = options.io != IoMode::Buffered;
     let mut layouts = Vec::new();
     let mut files = Vec::new();
-    for direction in [Direction::Out, Direction::In].into_iter().take(layout_count as usize) {
+    for &direction in directions {
         let (layout, f) = open_layout(store, direction, use_weights, want_direct)?;
         layouts.push(layout);
         files.push(f);
     }
+    let out_degree_offsets = if degrees_apart {
+        let csr = store.csr(Direction::Out)?;
+        let mut offsets = vec![0u64; csr.vertices as usize + 1];
+        csr.read_offsets(0, &mut offsets)?;
+        offsets
+    } else {
+        Vec::new()
+    };
     let direct_supported = files.iter().all(LayoutFiles::supports_direct);
     if options.io == IoMode::Direct && !direct_supported {
         runner.progress().note("stream: the file system refused O_DIRECT; reading through the page cache");
@@ -308,7 +323,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         }),
     );
 
-    let out_offsets = layouts[0].offsets.as_slice();
+    let out_offsets = if degrees_apart { out_degree_offsets.as_slice() } else { layouts[0].offsets.as_slice() };
     let bar = runner.progress().start("iterations (stream)", program.max_iterations().map(|m| m as u64), ProgressUnit::Iterations);
     let mut iteration = 0usize;
     loop {

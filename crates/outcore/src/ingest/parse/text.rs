@@ -241,6 +241,11 @@ impl<'a> Iterator for Fields<'a> {
 /// Parses a decimal unsigned 64-bit integer: digits only (no sign, no spaces), no overflow.
 #[inline]
 pub fn parse_u64(token: &[u8]) -> Option<u64> {
+    // Leading zeros do not count towards the length ("000…0042" is 42, as str::parse says).
+    let mut token = token;
+    while token.len() > 1 && token[0] == b'0' {
+        token = &token[1..];
+    }
     // 19 digits always fit in a u64; only 20-digit numbers need overflow checks.
     if token.is_empty() || token.len() > 20 {
         return None;

@@ -1,0 +1,246 @@
+//! Page requests: how the cache engine reads adjacency pages from disk.
+//!
+//! The requests of a batch of active vertices are deduplicated and sorted by page (vertices are
+//! visited in ascending id, so their adjacency ranges, and pages, come in file order), and runs
+//! of adjacent missing pages are merged into one request (FlashGraph's request merging, BASC
+//! paper §2.1), up to [`MAX_PAGES_PER_REQUEST`] pages and `max_request_bytes`. A merged request
+//! is one `preadv` that scatters the pages straight into their cache frames, so merging costs
+//! no copy.
+//!
+//! Requests are issued to a few reader threads and run while the compute thread scatters the
+//! previous batch: several requests are in flight at once, and I/O overlaps computation.
+//!
+//! **Keeping the OS cache out of the measurement** (paper §5: "the OS page cache is turned off
+//! by setting the O_DIRECT flag"): when the page size is a multiple of 4 KiB the files are
+//! switched to `O_DIRECT` (frames are 4 KiB-aligned), after a probe read shows the file system
+//! accepts it. Otherwise (512-byte pages, tmpfs, ...) reads are buffered and each request is
+//! followed by `posix_fadvise(POSIX_FADV_DONTNEED)` on its range, which drops those pages from
+//! the OS cache again, so a page evicted from our cache costs a real read the next time.
+//! Every request is counted in the store's [`IoCounters`](crate::runtime::IoCounters).
+
+use std::os::unix::io::AsRawFd;
+
+use crossbeam_channel::Sender;
+
+use super::page_cache::{FramePtr, FRAME_ALIGN};
+use crate::error::{Error, Result};
+use crate::runtime::IoCounters;
+use crate::store::StoreFile;
+
+/// Upper bound of pages in one merged request (below Linux's IOV_MAX of 1024).
+pub const MAX_PAGES_PER_REQUEST: usize = 512;
+
+/// How a file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoMode {
+    /// `O_DIRECT`: the OS cache is bypassed.
+    Direct,
+    /// Buffered reads followed by `POSIX_FADV_DONTNEED` on the range read.
+    BufferedDontNeed,
+}
+
+impl IoMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMode::Direct => "direct",
+            IoMode::BufferedDontNeed => "buffered+fadvise-dontneed",
+        }
+    }
+}
+
+/// One adjacency file (targets or weights of csr-out or csr-in) read in pages.
+pub struct PagedFile {
+    pub file: StoreFile,
+    pub len: u64,
+    /// Global number of this file's first page.
+    pub first_page: u64,
+    pub pages: u64,
+    pub mode: IoMode,
+    pub page_size: u64,
+}
+
+impl PagedFile {
+    /// Opens the file for paged reads, switching it to `O_DIRECT` when possible, and drops its
+    /// pages from the OS cache so that a run starts cold, as in the paper's experiments.
+    pub fn open(file: StoreFile, first_page: u64, page_size: u64) -> PagedFile {
+        let len = file.len();
+        let pages = len.div_ceil(page_size);
+        let mode = if page_size % FRAME_ALIGN as u64 == 0 && try_direct(&file, page_size) {
+            IoMode::Direct
+        } else {
+            IoMode::BufferedDontNeed
+        };
+        drop_from_os_cache(&file, 0, len);
+        PagedFile { file, len, first_page, pages, mode, page_size }
+    }
+
+    /// Valid bytes of local page `page` (the last page of a file may be short).
+    pub fn page_bytes(&self, page: u64) -> usize {
+        (self.len - page * self.page_size).min(self.page_size) as usize
+    }
+}
+
+/// Switches `file` to O_DIRECT and checks with one aligned read that it works; restores the
+/// previous flags when it does not.
+fn try_direct(file: &StoreFile, page_size: u64) -> bool {
+    let fd = file.raw().as_raw_fd();
+    // SAFETY: fcntl on a valid, owned descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return false;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT) } != 0 {
+        return false;
+    }
+    if file.is_empty() {
+        return true;
+    }
+    let Ok(layout) = std::alloc::Layout::from_size_align(page_size as usize, FRAME_ALIGN) else { return false };
+    // SAFETY: non-zero size layout.
+    let buf = unsafe { std::alloc::alloc(layout) };
+    if buf.is_null() {
+        return false;
+    }
+    // SAFETY: `buf` is a writable allocation of `page_size` bytes.
+    let n = unsafe { libc::pread(fd, buf as *mut libc::c_void, page_size as usize, 0) };
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buf, layout) };
+    if n < 0 {
+        // SAFETY: restoring the flags read above.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+        return false;
+    }
+    true
+}
+
+/// Asks the OS to drop the cached pages of a byte range.
+pub fn drop_from_os_cache(file: &StoreFile, offset: u64, len: u64) {
+    // SAFETY: posix_fadvise has no memory-safety preconditions; errors are only advisory.
+    unsafe {
+        libc::posix_fadvise(
+            file.raw().as_raw_fd(),
+            offset as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
+    }
+}
+
+/// One merged request: consecutive pages of one file, each read into its own frame.
+pub struct ReadRequest {
+    /// Index of the file in the engine's file table.
+    pub file: usize,
+    /// Local number of the first page.
+    pub first_page: u64,
+    /// Frame of each page, in page order.
+    pub frames: Vec<FramePtr>,
+    /// Valid bytes of each page.
+    pub valid: Vec<usize>,
+}
+
+/// A request handed to a reader thread, with where to report its completion.
+pub struct ReadJob {
+    pub request: ReadRequest,
+    pub done: Sender<Result<()>>,
+}
+
+/// Performs one merged request: a `preadv` into the frames, with a page-by-page fallback for
+/// short reads; counts it and, in buffered mode, drops the range from the OS cache.
+pub fn perform(file: &PagedFile, request: &ReadRequest, counters: &IoCounters) -> Result<()> {
+    let fd = file.file.raw().as_raw_fd();
+    let offset = request.first_page * file.page_size;
+    let expected: usize = request.valid.iter().sum();
+    // Direct I/O needs whole aligned pages; buffered reads take the valid bytes only.
+    let iov: Vec<libc::iovec> = request
+        .frames
+        .iter()
+        .zip(&request.valid)
+        .map(|(frame, &valid)| libc::iovec {
+            iov_base: frame.0 as *mut libc::c_void,
+            iov_len: if file.mode == IoMode::Direct { file.page_size as usize } else { valid },
+        })
+        .collect();
+    // SAFETY: every iovec points into a pinned frame of `page_size` bytes that no other
+    // thread reads or writes until this request's completion is received (see mod.rs).
+    let n = unsafe { libc::preadv(fd, iov.as_ptr(), iov.len() as libc::c_int, offset as libc::off_t) };
+    let complete = n >= 0 && n as usize >= expected;
+    if !complete {
+        // Short or interrupted read: fall back to one positional read per page.
+        for (i, (frame, &valid)) in request.frames.iter().zip(&request.valid).enumerate() {
+            let page_offset = offset + (i as u64) * file.page_size;
+            let len = if file.mode == IoMode::Direct { file.page_size as usize } else { valid };
+            let mut done = 0usize;
+            while done < valid {
+                // SAFETY: as above; the range stays inside the frame.
+                let r = unsafe {
+                    libc::pread(
+                        fd,
+                        frame.0.add(done) as *mut libc::c_void,
+                        len - done,
+                        (page_offset + done as u64) as libc::off_t,
+                    )
+                };
+                if r < 0 {
+                    let err = std::io::Error::last_os_error();
+                    if err.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(Error::store(
+                        file.file.path(),
+                        format!("read of page at offset {page_offset} failed: {err}"),
+                    ));
+                }
+                if r == 0 {
+                    return Err(Error::store(
+                        file.file.path(),
+                        format!(
+                            "unexpected end of file at offset {} (the layout is truncated)",
+                            page_offset + done as u64
+                        ),
+                    ));
+                }
+                done += r as usize;
+            }
+        }
+    }
+    counters.record_read(expected as u64);
+    if file.mode == IoMode::BufferedDontNeed {
+        drop_from_os_cache(&file.file, offset, expected as u64);
+    }
+    Ok(())
+}
+
+/// Groups sorted missing pages `(file, local page, frame, valid bytes)` into merged requests of
+/// consecutive pages of one file, at most `max_pages` each.
+pub fn merge_requests(missing: &[(usize, u64, FramePtr, usize)], max_pages: usize) -> Vec<ReadRequest> {
+    let mut requests: Vec<ReadRequest> = Vec::new();
+    for &(file, page, frame, valid) in missing {
+        if let Some(last) = requests.last_mut() {
+            let next_page = last.first_page + last.frames.len() as u64;
+            if last.file == file && next_page == page && last.frames.len() < max_pages {
+                last.frames.push(frame);
+                last.valid.push(valid);
+                continue;
+            }
+        }
+        requests.push(ReadRequest { file, first_page: page, frames: vec![frame], valid: vec![valid] });
+    }
+    requests
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_only_adjacent_pages_of_the_same_file() {
+        let f = FramePtr(std::ptr::null_mut());
+        let missing =
+            [(0, 1, f, 8), (0, 2, f, 8), (0, 3, f, 8), (0, 5, f, 8), (1, 6, f, 8), (1, 7, f, 8), (1, 8, f, 4)];
+        let merged = merge_requests(&missing, 2);
+        let shape: Vec<(usize, u64, usize)> = merged.iter().map(|r| (r.file, r.first_page, r.frames.len())).collect();
+        assert_eq!(shape, vec![(0, 1, 2), (0, 3, 1), (0, 5, 1), (1, 6, 2), (1, 8, 1)]);
+        assert_eq!(merged[4].valid, vec![4]);
+    }
+}
