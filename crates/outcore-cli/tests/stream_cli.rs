@@ -24,8 +24,25 @@ fn run_flags_select_schedule_and_io_and_results_match_inmem() {
             let out = p(&format!("{schedule}-{io}.txt"));
             let stats = p(&format!("{schedule}-{io}.json"));
             ok(&[
-                "run", "wcc", "--store", &p("s"), "--engine", "stream", "--memory", "2MiB", "--schedule", schedule,
-                "--io", io, "--gap-threshold", "8KiB", "-o", &out, "--stats-json", &stats, "-q",
+                "run",
+                "wcc",
+                "--store",
+                &p("s"),
+                "--engine",
+                "stream",
+                "--memory",
+                "2MiB",
+                "--schedule",
+                schedule,
+                "--io",
+                io,
+                "--gap-threshold",
+                "8KiB",
+                "-o",
+                &out,
+                "--stats-json",
+                &stats,
+                "-q",
             ]);
             assert_eq!(std::fs::read_to_string(&out).unwrap(), expected, "{schedule} {io}");
             let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
@@ -82,10 +99,31 @@ fn bench_stream_runs_every_schedule_and_prints_ratios() {
     let store = dir.path().join("s");
     let json = dir.path().join("bench.json");
     let out = ok(&[
-        "bench", "stream", "--store", store.to_str().unwrap(), "--generate-rmat", "10", "--memory", "32MiB",
-        "--algorithms", "bfs,pr", "--pr-iterations", "3", "--io", "buffered", "--json", json.to_str().unwrap(),
+        "bench",
+        "stream",
+        "--store",
+        store.to_str().unwrap(),
+        "--generate-rmat",
+        "10",
+        "--memory",
+        "32MiB",
+        "--algorithms",
+        "bfs,pr",
+        "--pr-iterations",
+        "3",
+        "--io",
+        "buffered",
+        "--json",
+        json.to_str().unwrap(),
     ]);
-    for line in ["bfs        selective", "bfs        full", "bfs        block", "pr         block", "selective/full", "selective/block"] {
+    for line in [
+        "bfs        selective",
+        "bfs        full",
+        "bfs        block",
+        "pr         block",
+        "selective/full",
+        "selective/block",
+    ] {
         assert!(out.contains(line), "missing '{line}' in:\n{out}");
     }
     let runs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

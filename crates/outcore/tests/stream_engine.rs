@@ -28,7 +28,8 @@ struct TestGraph {
 /// Imports a generated graph (weights uniform in (0, 1]) through the import pipeline.
 fn graph<G: EdgeGenerator + 'static>(name: &'static str, generator: G, undirected: bool) -> TestGraph {
     let dir = tempfile::tempdir().unwrap();
-    let options = ImportOptions { undirected: Some(undirected), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let options =
+        ImportOptions { undirected: Some(undirected), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
     let (store, _) =
         generate_into_store(generator, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
     let offsets = store.csr(Direction::Out).unwrap().load().unwrap().offsets;
@@ -82,14 +83,20 @@ fn stream_options(memory: u64, schedule: Schedule, io: IoMode, max_buffer_bytes:
     }
 }
 
-fn run(store: &Store, options: RunOptions, algorithm: &str, params: &AlgorithmParams) -> outcore::Result<(AlgorithmResult, RunStats)> {
+fn run(
+    store: &Store,
+    options: RunOptions,
+    algorithm: &str,
+    params: &AlgorithmParams,
+) -> outcore::Result<(AlgorithmResult, RunStats)> {
     let runner = Runner::new(store, options);
     let result = run_algorithm(&runner, algorithm, params)?;
     Ok((result, runner.finish(algorithm)))
 }
 
 fn inmem(store: &Store, algorithm: &str, params: &AlgorithmParams) -> AlgorithmResult {
-    let options = RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() };
+    let options =
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() };
     run(store, options, algorithm, params).unwrap().0
 }
 
@@ -180,12 +187,14 @@ fn equals_inmem_for_every_algorithm_schedule_and_io_mode() {
 fn in_edge_and_multi_source_programs_equal_inmem() {
     for g in [rmat_graph(), er_graph()] {
         for algorithm in ["bc", "diameter", "msbfs"] {
-            let p = AlgorithmParams { num_sources: Some(4), seed: Some(9), sweeps: Some(4), ..AlgorithmParams::default() };
+            let p =
+                AlgorithmParams { num_sources: Some(4), seed: Some(9), sweeps: Some(4), ..AlgorithmParams::default() };
             let expected = inmem(&g.store, algorithm, &p);
             for schedule in [Schedule::Selective, Schedule::Full, Schedule::Block] {
                 for io in [IoMode::Buffered, IoMode::Direct] {
                     let what = format!("{} {algorithm} {} {}", g.name, schedule.name(), io.name());
-                    let (got, stats) = run(&g.store, stream_options(64 << 20, schedule, io, 64 << 10), algorithm, &p).unwrap();
+                    let (got, stats) =
+                        run(&g.store, stream_options(64 << 20, schedule, io, 64 << 10), algorithm, &p).unwrap();
                     assert_same(algorithm, &expected, &got, &what);
                     assert_eq!(stats.engine, "stream");
                 }
@@ -224,7 +233,10 @@ fn tight_budget_refills_buffers_and_keeps_results() {
         let buffer = stats.extra["stream"]["buffer_bytes"].as_u64().unwrap();
         let file = layout_bytes(&stats);
         assert!(buffer <= 128 << 10, "{algorithm} at {budget} B: buffers of {buffer} B");
-        assert!(most >= 4 && most >= file / buffer, "{algorithm} at {budget} B: fills per iteration {fills:?}, file {file} B");
+        assert!(
+            most >= 4 && most >= file / buffer,
+            "{algorithm} at {budget} B: fills per iteration {fills:?}, file {file} B"
+        );
     }
 }
 
@@ -284,7 +296,15 @@ fn graphalytics_validation_passes_on_the_stream_engine() {
                 report.rows.iter().filter(|r| matches!(r.algorithm.as_str(), "bfs" | "pr" | "sssp" | "wcc")).collect();
             assert_eq!(ours.len(), 16, "{report}");
             for row in &ours {
-                assert!(row.passed, "{} {} ({} {}): {:?}", row.graph, row.algorithm, schedule.name(), io.name(), row.mismatch);
+                assert!(
+                    row.passed,
+                    "{} {} ({} {}): {:?}",
+                    row.graph,
+                    row.algorithm,
+                    schedule.name(),
+                    io.name(),
+                    row.mismatch
+                );
                 assert_eq!(row.engine, "stream");
             }
             // cdlp and lcc are Pregel programs, which this engine does not run: they fail

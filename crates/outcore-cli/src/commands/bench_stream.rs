@@ -88,7 +88,12 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
             schedule: Schedule::parse(schedule)?,
             io: IoMode::parse(&args.io)?,
             gap_threshold: args.gap_threshold.as_deref().map(parse_size).transpose()?,
-            block_bytes: args.block_size.as_deref().map(parse_size).transpose()?.unwrap_or(StreamOptions::default().block_bytes),
+            block_bytes: args
+                .block_size
+                .as_deref()
+                .map(parse_size)
+                .transpose()?
+                .unwrap_or(StreamOptions::default().block_bytes),
             ..StreamOptions::default()
         },
         ..RunOptions::default()
@@ -188,7 +193,11 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
         let options = ImportOptions { memory: MemoryBudget::parse(&args.memory)?, ..ImportOptions::default() };
         let progress = crate::progress::TerminalProgress::new(false);
         generate_into_store(generator, &args.store, &options, &progress, &CancelToken::new())?;
-        println!("generated rmat scale {scale} into {} in {:.1} s", args.store.display(), started.elapsed().as_secs_f64());
+        println!(
+            "generated rmat scale {scale} into {} in {:.1} s",
+            args.store.display(),
+            started.elapsed().as_secs_f64()
+        );
     }
     let store = Store::open(&args.store)?;
     let budget = MemoryBudget::parse(&args.memory)?;

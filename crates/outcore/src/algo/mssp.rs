@@ -190,7 +190,8 @@ pub fn run(runner: &Runner, config: &Config) -> Result<MsspOutput> {
         }
     }
     let ids = runner.store().ids()?;
-    let source_names = config.sources.iter().map(|&s| ids.original(s).map(|o| o.to_string())).collect::<Result<Vec<_>>>()?;
+    let source_names =
+        config.sources.iter().map(|&s| ids.original(s).map(|o| o.to_string())).collect::<Result<Vec<_>>>()?;
     let mut distances = Vec::with_capacity(config.sources.len());
     let mut passes = 0;
     for batch in config.sources.chunks(MAX_SOURCES_PER_PASS) {
@@ -217,7 +218,12 @@ impl From<MsspOutput> for AlgorithmResult {
         summary.insert("reached".into(), reached.into());
         AlgorithmResult {
             algorithm: "mssp".into(),
-            columns: out.source_names.into_iter().zip(out.distances).map(|(name, d)| (name, ValueColumn::Float(d))).collect(),
+            columns: out
+                .source_names
+                .into_iter()
+                .zip(out.distances)
+                .map(|(name, d)| (name, ValueColumn::Float(d)))
+                .collect(),
             summary,
         }
     }

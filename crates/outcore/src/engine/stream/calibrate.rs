@@ -93,10 +93,8 @@ pub fn save(calibration: &Calibration) -> Result<PathBuf> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).context(|| format!("creating {}", parent.display()))?;
     }
-    let mut file: CalibrationFile = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let mut file: CalibrationFile =
+        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     file.devices.insert(calibration.device.clone(), calibration.clone());
     let text = serde_json::to_string_pretty(&file).expect("calibration serialises");
     write_atomic(&path, text.as_bytes()).context(|| format!("writing {}", path.display()))?;
@@ -251,13 +249,23 @@ mod tests {
         let c = measure(dir.path(), 8 << 20, 200).unwrap();
         assert!(c.sequential_bytes_per_second > 0.0 && c.random_read_latency_seconds > 0.0);
         assert_eq!(c.gap_threshold_bytes % DIRECT_ALIGN, 0);
-        assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("calibrate")));
+        assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("calibrate")));
         assert_eq!(save(&c).unwrap(), cal_file);
         let found = lookup(dir.path()).unwrap();
         // (serde_json may parse a float one ulp away from what it printed)
-        assert_eq!((&found.device, found.gap_threshold_bytes, found.random_reads), (&c.device, c.gap_threshold_bytes, c.random_reads));
+        assert_eq!(
+            (&found.device, found.gap_threshold_bytes, found.random_reads),
+            (&c.device, c.gap_threshold_bytes, c.random_reads)
+        );
         assert!((found.sequential_bytes_per_second / c.sequential_bytes_per_second - 1.0).abs() < 1e-12);
-        assert_eq!(resolve_gap_threshold(None, dir.path()), GapThreshold { bytes: c.gap_threshold_bytes, source: "calibrated" });
+        assert_eq!(
+            resolve_gap_threshold(None, dir.path()),
+            GapThreshold { bytes: c.gap_threshold_bytes, source: "calibrated" }
+        );
         assert_eq!(resolve_gap_threshold(Some(123), dir.path()).source, "option");
         std::env::remove_var("OUTCORE_CALIBRATION");
     }

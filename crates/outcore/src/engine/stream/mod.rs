@@ -154,7 +154,11 @@ impl MemoryPlan {
 
     /// Everything the engine allocates.
     pub fn total(&self) -> u64 {
-        self.values + self.offsets + self.frontiers + self.accumulator * self.accumulators as u64 + self.buffer_bytes * self.buffers as u64
+        self.values
+            + self.offsets
+            + self.frontiers
+            + self.accumulator * self.accumulators as u64
+            + self.buffer_bytes * self.buffers as u64
     }
 
     /// Sizes state, accumulators (up to `threads`) and buffers within `budget`.
@@ -198,12 +202,15 @@ impl MemoryPlan {
         }
         // More accumulators let scatter run on more threads; each must leave the minimum
         // buffers in place.
-        while plan.accumulators < threads.max(1) && plan.vertex_state() + plan.accumulator * plan.accumulators as u64 + min_buffers <= budget {
+        while plan.accumulators < threads.max(1)
+            && plan.vertex_state() + plan.accumulator * plan.accumulators as u64 + min_buffers <= budget
+        {
             plan.accumulators += 1;
         }
         let state = plan.values + plan.offsets + plan.frontiers + plan.accumulator * plan.accumulators as u64;
         let per_buffer = (budget - state) / plan.buffers as u64;
-        plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / reader::DIRECT_ALIGN * reader::DIRECT_ALIGN;
+        plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / reader::DIRECT_ALIGN
+            * reader::DIRECT_ALIGN;
         Ok(plan)
     }
 }
@@ -224,7 +231,12 @@ struct StreamLayout {
     offsets: Vec<u64>,
 }
 
-fn open_layout(store: &Store, direction: Direction, weights: bool, want_direct: bool) -> Result<(StreamLayout, LayoutFiles)> {
+fn open_layout(
+    store: &Store,
+    direction: Direction,
+    weights: bool,
+    want_direct: bool,
+) -> Result<(StreamLayout, LayoutFiles)> {
     let csr = store.csr(direction)?;
     let mut offsets = vec![0u64; csr.vertices as usize + 1];
     csr.read_offsets(0, &mut offsets)?;
@@ -292,7 +304,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let mut frontier = IndexedBitmap::new(n, options.partition_bits);
     let mut next = IndexedBitmap::new(n, options.partition_bits);
     let offsets: Vec<&[u64]> = layouts.iter().map(|l| l.offsets.as_slice()).collect();
-    let (mut active_vertices, mut active_edges) = fill_frontier(&mut frontier, &offsets, |v| program.initially_active(v, &info));
+    let (mut active_vertices, mut active_edges) =
+        fill_frontier(&mut frontier, &offsets, |v| program.initially_active(v, &info));
     let mut accumulators: Vec<Accumulator<P::Msg>> = (0..plan.accumulators)
         .map(|_| Accumulator {
             msgs: vec![program.identity(); n],
@@ -324,7 +337,11 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     );
 
     let out_offsets = if degrees_apart { out_degree_offsets.as_slice() } else { layouts[0].offsets.as_slice() };
-    let bar = runner.progress().start("iterations (stream)", program.max_iterations().map(|m| m as u64), ProgressUnit::Iterations);
+    let bar = runner.progress().start(
+        "iterations (stream)",
+        program.max_iterations().map(|m| m as u64),
+        ProgressUnit::Iterations,
+    );
     let mut iteration = 0usize;
     loop {
         runner.cancel_token().check()?;
@@ -358,7 +375,11 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 let plan = if dense {
                     ChunkPlan::whole(total_edges)
                 } else if options.schedule == Schedule::Block {
-                    ChunkPlan::Block(BlockScheduler::new(&layout.offsets, &frontier, (options.block_bytes / f.targets.width).max(1)))
+                    ChunkPlan::Block(BlockScheduler::new(
+                        &layout.offsets,
+                        &frontier,
+                        (options.block_bytes / f.targets.width).max(1),
+                    ))
                 } else {
                     let rule = GapRule::new(gap.bytes, f.edge_bytes(), f.files());
                     ChunkPlan::Selective(SelectiveScheduler::new(&layout.offsets, &frontier, rule))
@@ -376,7 +397,15 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         }
         let mut io_wait = 0.0f64;
         let mut scatter_seconds = 0.0f64;
-        let scatter = Scatter { program, frontier: &frontier, values: &values, offsets: &offsets, out_offsets, wide: target_width == 8, n: n as u64 };
+        let scatter = Scatter {
+            program,
+            frontier: &frontier,
+            values: &values,
+            offsets: &offsets,
+            out_offsets,
+            wide: target_width == 8,
+            n: n as u64,
+        };
         let (reader_stats, returned, scatter_result) = std::thread::scope(|s| {
             let handle = s.spawn(move || {
                 let (stats, leftover) = reader.run(plans, &free_rx, &full_tx);
@@ -406,7 +435,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         scatter_result?;
         pool = returned;
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
-            return Err(Error::store(store.dir(), format!("an edge points to vertex {target}, beyond the {n} vertices: the adjacency files are damaged")));
+            return Err(Error::store(
+                store.dir(),
+                format!("an edge points to vertex {target}, beyond the {n} vertices: the adjacency files are damaged"),
+            ));
         }
         let edges_processed: u64 = accumulators.iter_mut().map(|a| std::mem::take(&mut a.edges)).sum();
 
@@ -459,7 +491,11 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 }
 
 /// Sets the initially active vertices; returns their count and their edges per layout.
-fn fill_frontier(frontier: &mut IndexedBitmap, offsets: &[&[u64]], active: impl Fn(u64) -> bool + Sync) -> (u64, Vec<u64>) {
+fn fill_frontier(
+    frontier: &mut IndexedBitmap,
+    offsets: &[&[u64]],
+    active: impl Fn(u64) -> bool + Sync,
+) -> (u64, Vec<u64>) {
     let (count, edges) = frontier
         .par_blocks_mut()
         .map(|mut block| {
@@ -554,7 +590,14 @@ impl<P: VertexProgram> Scatter<'_, P> {
     }
 
     /// Scatters edges `[first, end)` of piece `pi`, skipping inactive sources.
-    fn range<const WIDE: bool>(&self, buffer: &EdgeBuffer, pi: usize, first: u64, end: u64, acc: &mut Accumulator<P::Msg>) {
+    fn range<const WIDE: bool>(
+        &self,
+        buffer: &EdgeBuffer,
+        pi: usize,
+        first: u64,
+        end: u64,
+        acc: &mut Accumulator<P::Msg>,
+    ) {
         let piece = &buffer.pieces[pi];
         let offsets = self.offsets[piece.layout];
         let width = if WIDE { 8 } else { 4 };

@@ -106,11 +106,8 @@ impl EdgeFile {
     pub fn open(path: &Path, width: u64, want_direct: bool) -> Result<EdgeFile> {
         let buffered = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
         let len = buffered.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
-        let direct = if want_direct {
-            OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok()
-        } else {
-            None
-        };
+        let direct =
+            if want_direct { OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok() } else { None };
         Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width })
     }
 
@@ -145,7 +142,10 @@ impl EdgeFile {
             }
         }
         if got < needed {
-            return Err(Error::store(&self.path, format!("file ends at {} bytes, expected at least {}", offset + got as u64, offset + needed as u64)));
+            return Err(Error::store(
+                &self.path,
+                format!("file ends at {} bytes, expected at least {}", offset + got as u64, offset + needed as u64),
+            ));
         }
         Ok(got)
     }
@@ -301,7 +301,12 @@ impl ChunkReader<'_> {
         let (first_byte, end_byte) = (first * width, end * width);
         let read_start = first_byte / a * a;
         let read_end = end_byte.div_ceil(a) * a;
-        Placement { read_start, read_len: read_end - read_start, needed: end_byte - read_start, lead: first_byte - read_start }
+        Placement {
+            read_start,
+            read_len: read_end - read_start,
+            needed: end_byte - read_start,
+            lead: first_byte - read_start,
+        }
     }
 
     /// Reads the plans (one per layout, in order) into buffers from `free`, sending each
@@ -383,7 +388,8 @@ impl ChunkReader<'_> {
                         continue;
                     }
                     let end = first + count;
-                    let mut piece = Piece { layout: layout_index, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 };
+                    let mut piece =
+                        Piece { layout: layout_index, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 };
                     let t = self.placement(first, end, layout.targets.width);
                     let at = buffer.targets_used;
                     let got = layout.targets.read(
@@ -400,7 +406,12 @@ impl ChunkReader<'_> {
                     if let (Some(wf), Some(wb)) = (&layout.weights, buffer.weights.as_mut()) {
                         let w = self.placement(first, end, wf.width);
                         let at = buffer.weights_used;
-                        let got = wf.read(self.direct, &mut wb[at..at + w.read_len as usize], w.read_start, w.needed as usize)?;
+                        let got = wf.read(
+                            self.direct,
+                            &mut wb[at..at + w.read_len as usize],
+                            w.read_start,
+                            w.needed as usize,
+                        )?;
                         self.counters.record_read(got as u64);
                         stats.requests += 1;
                         stats.bytes_read += got as u64;
@@ -481,7 +492,11 @@ mod tests {
                 assert_eq!(stats.bytes_read, expected.len() as u64 * 4);
             } else {
                 assert!(stats.bytes_read >= expected.len() as u64 * 4);
-                assert_eq!(stats.bytes_read % 4096, (n as u64 * 4) % 4096, "all reads but the one at EOF are whole pages");
+                assert_eq!(
+                    stats.bytes_read % 4096,
+                    (n as u64 * 4) % 4096,
+                    "all reads but the one at EOF are whole pages"
+                );
             }
         }
     }

@@ -42,10 +42,7 @@ impl Schedule {
             "selective" => Ok(Schedule::Selective),
             "full" => Ok(Schedule::Full),
             "block" => Ok(Schedule::Block),
-            other => Err(Error::invalid(format!(
-                "unknown schedule '{other}' (available: {})",
-                Self::NAMES.join(", ")
-            ))),
+            other => Err(Error::invalid(format!("unknown schedule '{other}' (available: {})", Self::NAMES.join(", ")))),
         }
     }
 
@@ -152,7 +149,14 @@ pub struct BlockScheduler<'a> {
 impl<'a> BlockScheduler<'a> {
     pub fn new(offsets: &'a [u64], frontier: &'a IndexedBitmap, block_edges: u64) -> Self {
         let total_edges = *offsets.last().unwrap_or(&0);
-        BlockScheduler { offsets, frontier, block_edges: block_edges.max(1), total_edges, next_vertex: 0, pending: None }
+        BlockScheduler {
+            offsets,
+            frontier,
+            block_edges: block_edges.max(1),
+            total_edges,
+            next_vertex: 0,
+            pending: None,
+        }
     }
 }
 
@@ -256,7 +260,10 @@ mod tests {
             let chunks: Vec<_> = SelectiveScheduler::new(&o, &f, rule(4096)).collect();
             assert_eq!(
                 chunks,
-                vec![Chunk { first_edge: 0, end_edge: 10 }, Chunk { first_edge: 10 + gap_edges, end_edge: 15 + gap_edges }],
+                vec![
+                    Chunk { first_edge: 0, end_edge: 10 },
+                    Chunk { first_edge: 10 + gap_edges, end_edge: 15 + gap_edges }
+                ],
                 "gap of {gap_edges} edges"
             );
         }
