@@ -50,7 +50,8 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
             }
             ValueColumn::Float(values) => {
                 let mut heap = BinaryHeap::with_capacity(TOP_K + 1);
-                for (v, &x) in values.iter().enumerate() {
+                // Infinite values (unreachable distances) are not "top" vertices.
+                for (v, &x) in values.iter().enumerate().filter(|(_, x)| x.is_finite()) {
                     heap.push(Ranked(x, v as u64));
                     if heap.len() > TOP_K {
                         heap.pop();
