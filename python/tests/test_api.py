@@ -126,3 +126,34 @@ def test_ctrl_c_interrupts_a_run_and_leaves_the_store_intact(tmp_path):
     out, _ = child.communicate(timeout=60)
     assert child.returncode == 3 and "interrupted" in out
     assert outcore.open(store).num_vertices > 0
+
+
+def test_every_engine_algorithm_has_a_method(tmp_path):
+    nx = pytest.importorskip("networkx")
+    G = nx.grid_2d_graph(4, 5)
+    index = {n: i for i, n in enumerate(G)}
+    src = [index[u] for u, v in G.edges] + [index[v] for u, v in G.edges]
+    dst = [index[v] for u, v in G.edges] + [index[u] for u, v in G.edges]
+    g = outcore.Graph.from_edges(src, dst, store=tmp_path / "grid")
+    assert g.diameter(progress=False) == nx.diameter(G) == 7
+    bc = g.betweenness(num_sources=g.num_vertices, progress=False).to_dict()
+    ref = nx.betweenness_centrality(G)
+    for node, i in index.items():
+        assert math.isclose(bc[i], ref[node], rel_tol=1e-9, abs_tol=1e-12)
+    m = g.mssp(sources=[0, 19], progress=False)
+    assert list(m.columns) == ["0", "19"] and m.columns["19"][19] == 0.0
+    assert m.columns["0"][19] == 7.0
+    ms = g.msbfs(sources=[0, 19], progress=False)
+    assert len(ms) == 20
+    for engine in ("inmem", "stream", "cache"):
+        assert g.bfs(0, engine=engine, memory="64MiB", progress=False).to_dict() == g.bfs(0, progress=False).to_dict()
+
+
+def test_import_with_an_ordering_keeps_original_ids(tmp_path):
+    edges = tmp_path / "e.txt"
+    edges.write_text("".join(f"{i} {(i * 7 + 3) % 50}\n" for i in range(50)))
+    plain = outcore.import_edges(edges, tmp_path / "plain")
+    ordered = outcore.import_edges(edges, tmp_path / "norder", order="norder")
+    assert ordered.info()["orderings"] == ["norder"]
+    assert ordered.wcc(progress=False).to_dict() == plain.wcc(progress=False).to_dict()
+    assert ordered.bfs(3, progress=False).to_dict() == plain.bfs(3, progress=False).to_dict()

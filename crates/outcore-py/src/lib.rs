@@ -246,6 +246,18 @@ fn generate_rmat(
     Ok(serde_json::to_string(&report).expect("report serialises"))
 }
 
+/// Renumbers a store's vertices (`none|degree|random|norder`) in place, within `memory`.
+#[pyfunction]
+#[pyo3(signature = (store, order, seed=1, memory=None, progress=false))]
+fn reorder(py: Python<'_>, store: PathBuf, order: &str, seed: u64, memory: Option<&str>, progress: bool) -> PyResult<()> {
+    let order = outcore::store::order::VertexOrder::parse(order, seed).map_err(to_py_err)?;
+    let memory = memory_budget(memory)?;
+    let opened = Store::open(&store).map_err(to_py_err)?;
+    let reporter = progress_for(progress);
+    let cancel = CancelToken::new();
+    run_detached(py, &cancel, || outcore::store::order::reorder(&opened, order, memory, reporter.as_ref()).map(|_| ()))
+}
+
 /// The manifest of a store, as JSON text (opening checks sizes and checksums).
 #[pyfunction]
 fn store_manifest(store: PathBuf) -> PyResult<String> {
@@ -309,6 +321,8 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "iterations" => p.iterations = Some(value.extract()?),
             "damping" => p.damping = Some(value.extract()?),
             "tolerance" => p.tolerance = Some(value.extract()?),
+            "sweeps" => p.sweeps = Some(value.extract()?),
+            "unnormalized" => p.unnormalized = value.extract()?,
             other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'"))),
         }
     }
@@ -461,6 +475,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_edges, m)?)?;
     m.add_function(wrap_pyfunction!(store_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(generate_rmat, m)?)?;
+    m.add_function(wrap_pyfunction!(reorder, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(edges, m)?)?;

@@ -218,6 +218,37 @@ class Graph:
         """Local clustering coefficient (Graphalytics definition)."""
         return self.run("lcc", **kw)
 
+    def mssp(self, sources: Optional[Sequence[Any]] = None, num_sources: Optional[int] = None,
+             seed: int = 1, **kw: Any) -> Result:
+        """Multi-source shortest paths: one distance column per source (named by its id)."""
+        return self.run("mssp", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed, **kw)
+
+    def betweenness(self, sources: Optional[Sequence[Any]] = None, num_sources: Optional[int] = None,
+                    seed: int = 1, normalized: bool = True, **kw: Any) -> Result:
+        """Betweenness centrality (Brandes) from sampled or given sources; exact when
+        ``num_sources >= num_vertices``. Normalised like networkx's
+        ``betweenness_centrality``."""
+        return self.run("bc", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed,
+                        unnormalized=not normalized, **kw)
+
+    def diameter(self, sweeps: int = 4, seed: int = 1, **kw: Any) -> int:
+        """Approximate diameter (a lower bound) from repeated BFS sweeps."""
+        r = self.run("diameter", sweeps=sweeps, seed=seed, **kw)
+        return int(r.summary["diameter_lower_bound"])
+
+    def msbfs(self, sources: Optional[Sequence[Any]] = None, num_sources: Optional[int] = None,
+              seed: int = 1, **kw: Any) -> Result:
+        """Multi-source BFS (64 sources at a time): per vertex, how many sources reach it and
+        the sum of their distances."""
+        return self.run("msbfs", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed, **kw)
+
+    def reorder(self, order: str, *, seed: int = 1, memory: Optional[str] = None,
+                progress: Optional[bool] = None) -> "Graph":
+        """Renumbers the store (``degree``, ``random``, ``norder``); results stay in original ids."""
+        _native.reorder(self.path, order, seed=seed, memory=memory, progress=_progress(progress))
+        self._manifest = json.loads(_native.store_manifest(self.path))
+        return self
+
 
 def _columns_of_frame(frame: Any, weights: Any):
     columns = list(getattr(frame, "columns", []))
@@ -272,15 +303,16 @@ def import_edges(
 ) -> Graph:
     """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
     detected) into a store within ``memory`` and returns the Graph."""
-    if order not in (None, "none"):
-        raise NotImplementedError("orderings at import are not available yet")
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     _native.import_edges(
         paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=memory,
         dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
         progress=_progress(progress),
     )
-    return Graph(store)
+    graph = Graph(store)
+    if order not in (None, "none"):
+        graph.reorder(order, memory=memory, progress=progress)
+    return graph
 
 
 def generate_rmat(
