@@ -10,7 +10,7 @@
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
-use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
 use crate::VertexId;
 
 /// Depth of the vertices the source cannot reach.
@@ -29,8 +29,12 @@ pub struct BfsOutput {
     pub depth: Vec<u64>,
 }
 
-struct Bfs {
-    source: VertexId,
+/// The level-synchronous BFS program, shared with the diameter's sweeps (which also walk
+/// backwards, along in-edges).
+pub(crate) struct Bfs {
+    pub source: VertexId,
+    /// `Out` for plain BFS; `In` for a backward sweep.
+    pub direction: EdgeDirection,
 }
 
 impl VertexProgram for Bfs {
@@ -39,6 +43,9 @@ impl VertexProgram for Bfs {
 
     fn message_kind(&self) -> MessageKind {
         MessageKind::Value
+    }
+    fn direction(&self) -> EdgeDirection {
+        self.direction
     }
     fn init(&self, v: VertexId, _: &GraphInfo) -> u64 {
         if v == self.source {
@@ -78,7 +85,7 @@ pub(crate) fn check_source(runner: &Runner, source: VertexId) -> Result<()> {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<BfsOutput> {
     check_source(runner, config.source)?;
-    let depth = runner.run_vertex_program(&Bfs { source: config.source })?;
+    let depth = runner.run_vertex_program(&Bfs { source: config.source, direction: EdgeDirection::Out })?;
     Ok(BfsOutput { depth })
 }
 

@@ -25,11 +25,12 @@
 //! undirected graphs a lower bound of the vertex's eccentricity), or unreachable when no sweep
 //! reached it.
 
+use super::bfs::Bfs;
 use super::msbfs::sample_sources;
 use super::{AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
-use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::EdgeDirection;
 use crate::VertexId;
 
 /// Depth of vertices a sweep does not reach.
@@ -62,50 +63,6 @@ pub struct DiameterOutput {
     pub sweeps: Vec<(VertexId, u64)>,
     /// Per vertex, the largest distance to it from a sweep source ([`UNREACHABLE`] if none).
     pub eccentricity_lower_bound: Vec<u64>,
-}
-
-struct Sweep {
-    source: VertexId,
-    /// `Out` for a forward sweep, `In` for a backward one.
-    direction: EdgeDirection,
-}
-
-impl VertexProgram for Sweep {
-    type Value = u64;
-    type Msg = u64;
-
-    fn message_kind(&self) -> MessageKind {
-        MessageKind::Value
-    }
-    fn direction(&self) -> EdgeDirection {
-        self.direction
-    }
-    fn init(&self, v: VertexId, _: &GraphInfo) -> u64 {
-        if v == self.source {
-            0
-        } else {
-            UNREACHABLE
-        }
-    }
-    fn initially_active(&self, v: VertexId, _: &GraphInfo) -> bool {
-        v == self.source
-    }
-    fn scatter(&self, depth: &u64, _: EdgeRef) -> Option<u64> {
-        Some(depth + 1)
-    }
-    fn combine(&self, a: u64, b: u64) -> u64 {
-        a.min(b)
-    }
-    fn identity(&self) -> u64 {
-        UNREACHABLE
-    }
-    fn apply(&self, _: VertexId, depth: &mut u64, candidate: u64, _: &IterationContext) -> bool {
-        let improved = candidate < *depth;
-        if improved {
-            *depth = candidate;
-        }
-        improved
-    }
 }
 
 /// Eccentricity of a sweep and how many vertices it reached.
@@ -141,13 +98,13 @@ pub fn run(runner: &Runner, config: &Config) -> Result<DiameterOutput> {
         Some(s) if s >= n => return Err(Error::invalid(format!("source vertex (dense id {s}) is not in the graph"))),
         Some(s) => {
             source = s;
-            depth = runner.run_vertex_program(&Sweep { source, direction: EdgeDirection::Out })?;
+            depth = runner.run_vertex_program(&Bfs { source, direction: EdgeDirection::Out })?;
         }
         None => {
             let mut draw = 0u64;
             loop {
                 source = sample_sources(runner, 1, config.seed.wrapping_add(draw))?[0];
-                depth = runner.run_vertex_program(&Sweep { source, direction: EdgeDirection::Out })?;
+                depth = runner.run_vertex_program(&Bfs { source, direction: EdgeDirection::Out })?;
                 draw += 1;
                 if eccentricity(&depth).1 > 1 || draw >= 64 {
                     break;
@@ -167,7 +124,7 @@ pub fn run(runner: &Runner, config: &Config) -> Result<DiameterOutput> {
         let Some(next) = next else { break };
         let backward = directed && sweeps.len() % 2 == 1;
         let direction = if backward { EdgeDirection::In } else { EdgeDirection::Out };
-        depth = runner.run_vertex_program(&Sweep { source: next, direction })?;
+        depth = runner.run_vertex_program(&Bfs { source: next, direction })?;
         record(next, &depth, &mut sweeps);
     }
     let diameter = sweeps.iter().map(|&(_, e)| e).max().unwrap_or(0);
