@@ -296,6 +296,32 @@ impl ChunkReader<'_> {
         (limit_byte / width).saturating_sub(first).min(max)
     }
 
+    /// Reads edges `[first, end)` of `file` into `area` after its `used` bytes, counting the
+    /// request; advances `used` and returns the offset of the piece's first edge in `area`.
+    fn read_piece(
+        &self,
+        file: &EdgeFile,
+        area: &mut [u8],
+        used: &mut usize,
+        first: u64,
+        end: u64,
+        stats: &mut ReaderStats,
+    ) -> Result<usize> {
+        let place = self.placement(first, end, file.width);
+        let at = *used;
+        let got = file.read(
+            self.direct,
+            &mut area[at..at + place.read_len as usize],
+            place.read_start,
+            place.needed as usize,
+        )?;
+        self.counters.record_read(got as u64);
+        stats.requests += 1;
+        stats.bytes_read += got as u64;
+        *used = at + place.read_len as usize;
+        Ok(at + place.lead as usize)
+    }
+
     fn placement(&self, first: u64, end: u64, width: u64) -> Placement {
         let a = self.align();
         let (first_byte, end_byte) = (first * width, end * width);
@@ -390,33 +416,17 @@ impl ChunkReader<'_> {
                     let end = first + count;
                     let mut piece =
                         Piece { layout: layout_index, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 };
-                    let t = self.placement(first, end, layout.targets.width);
-                    let at = buffer.targets_used;
-                    let got = layout.targets.read(
-                        self.direct,
-                        &mut buffer.targets[at..at + t.read_len as usize],
-                        t.read_start,
-                        t.needed as usize,
+                    piece.target_pos = self.read_piece(
+                        &layout.targets,
+                        &mut buffer.targets,
+                        &mut buffer.targets_used,
+                        first,
+                        end,
+                        stats,
                     )?;
-                    self.counters.record_read(got as u64);
-                    stats.requests += 1;
-                    stats.bytes_read += got as u64;
-                    piece.target_pos = at + t.lead as usize;
-                    buffer.targets_used = at + t.read_len as usize;
                     if let (Some(wf), Some(wb)) = (&layout.weights, buffer.weights.as_mut()) {
-                        let w = self.placement(first, end, wf.width);
-                        let at = buffer.weights_used;
-                        let got = wf.read(
-                            self.direct,
-                            &mut wb[at..at + w.read_len as usize],
-                            w.read_start,
-                            w.needed as usize,
-                        )?;
-                        self.counters.record_read(got as u64);
-                        stats.requests += 1;
-                        stats.bytes_read += got as u64;
-                        piece.weight_pos = at + w.lead as usize;
-                        buffer.weights_used = at + w.read_len as usize;
+                        piece.weight_pos =
+                            self.read_piece(wf, wb, &mut buffer.weights_used, first, end, stats)?;
                     }
                     buffer.pieces.push(piece);
                     first = end;
