@@ -5,7 +5,7 @@
 //! Engines read these files with positional reads through their own buffers; only the
 //! in-memory engine loads them whole ([`CsrLayout::load`]).
 
-use super::files::{u32s_from_le_bytes, u64s_from_le_bytes, StoreFile};
+use super::files::{u64s_from_le_bytes, StoreFile};
 use super::Store;
 use crate::error::{Error, Result};
 
@@ -147,7 +147,7 @@ impl CsrLayout {
 /// Decodes little-endian targets of `width` bytes (4 or 8), appending to `out`.
 pub fn decode_targets(bytes: &[u8], width: u64, out: &mut Vec<u64>) {
     if width == 4 {
-        out.extend(u32s_from_le_bytes(bytes).into_iter().map(u64::from));
+        out.extend(bytes.chunks_exact(4).map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap()))));
     } else {
         out.extend(u64s_from_le_bytes(bytes));
     }

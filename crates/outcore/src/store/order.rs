@@ -39,7 +39,7 @@
 use std::ops::Range;
 
 use super::build::{Arc, StoreBuilder};
-use super::csr::{CsrLayout, Direction};
+use super::csr::{decode_targets, CsrLayout, Direction};
 use super::files::u64s_from_le_bytes;
 use super::ids::BY_ORIGINAL;
 use super::manifest::{IdType, Manifest};
@@ -165,19 +165,27 @@ pub fn order_cost(store: &Store) -> Result<OrderCost> {
 }
 
 /// Adjacency lists readable in any order: from memory when they fit, else by positional reads.
+///
+/// In memory the targets are kept as the file's own bytes (4 or 8 per arc) and decoded per
+/// list, and they are read in 1 MiB pieces straight into that buffer, so holding the lists
+/// costs exactly `arcs × target_bytes` and no transient copy beside it.
 struct RandomAccessLists {
     layout: CsrLayout,
     offsets: Vec<u64>,
-    in_memory: Option<Vec<u64>>,
+    in_memory: Option<Vec<u8>>,
 }
 
 impl RandomAccessLists {
     fn open(store: &Store, direction: Direction, allow_memory_bytes: u64) -> Result<RandomAccessLists> {
+        const PIECE_BYTES: usize = 1 << 20;
         let layout = store.csr(direction)?;
         let offsets = read_all_offsets(&layout)?;
-        let in_memory = if layout.arcs * 8 <= allow_memory_bytes {
-            let mut all = Vec::with_capacity(layout.arcs as usize);
-            layout.read_targets(0, layout.arcs, &mut all)?;
+        let bytes = layout.arcs * layout.target_bytes;
+        let in_memory = if bytes <= allow_memory_bytes {
+            let mut all = vec![0u8; bytes as usize];
+            for (i, piece) in all.chunks_mut(PIECE_BYTES).enumerate() {
+                layout.targets.read_exact_at(piece, (i * PIECE_BYTES) as u64)?;
+            }
             Some(all)
         } else {
             None
@@ -195,7 +203,8 @@ impl RandomAccessLists {
         match &self.in_memory {
             Some(all) => {
                 out.clear();
-                out.extend_from_slice(&all[s as usize..e as usize]);
+                let width = self.layout.target_bytes;
+                decode_targets(&all[(s * width) as usize..(e * width) as usize], width, out);
                 Ok(())
             }
             None => self.layout.read_targets(s, e - s, out),
