@@ -39,7 +39,7 @@ enum Command {
 /// Exit codes in the spirit of sysexits.h, so scripts can tell failures apart.
 fn exit_code(error: &anyhow::Error) -> i32 {
     match error.downcast_ref::<outcore::Error>() {
-        Some(outcore::Error::InvalidArgument(_)) => 64,
+        Some(outcore::Error::InvalidArgument(_)) | Some(outcore::Error::Unsupported(_)) => 64,
         Some(outcore::Error::Input { .. }) => 65,
         Some(outcore::Error::Store { .. }) => 66,
         Some(outcore::Error::Io { .. }) => 74,

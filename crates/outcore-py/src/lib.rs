@@ -35,7 +35,9 @@ fn to_py_err(error: outcore::Error) -> PyErr {
         outcore::Error::Store { .. } => StoreError::new_err(message),
         outcore::Error::MemoryBudget(_) => MemoryBudgetError::new_err(message),
         outcore::Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
-        outcore::Error::InvalidArgument(_) => pyo3::exceptions::PyValueError::new_err(message),
+        outcore::Error::InvalidArgument(_) | outcore::Error::Unsupported(_) => {
+            pyo3::exceptions::PyValueError::new_err(message)
+        }
         outcore::Error::Io { .. } => OutcoreError::new_err(message),
     }
 }

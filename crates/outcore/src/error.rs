@@ -36,6 +36,10 @@ pub enum Error {
     /// An argument that does not make sense (unknown vertex, bad option value...).
     #[error("{0}")]
     InvalidArgument(String),
+    /// The chosen engine does not run this kind of program (e.g. a Pregel program on the
+    /// stream engine). The message names the engine and what it cannot run.
+    #[error("{0}")]
+    Unsupported(String),
     /// The run was cancelled (Ctrl-C, Python KeyboardInterrupt).
     #[error("interrupted")]
     Interrupted,

@@ -42,6 +42,9 @@ pub struct ValidationRow {
     pub engine: String,
     pub vertices: u64,
     pub passed: bool,
+    /// The engine does not run this algorithm (e.g. a Pregel program on the stream engine):
+    /// the row is reported but neither passes nor fails; `mismatch` says why.
+    pub skipped: bool,
     /// Why it failed: the first mismatch, or the error the run or the import gave.
     pub mismatch: Option<String>,
     pub seconds: f64,
@@ -54,13 +57,17 @@ pub struct ValidationReport {
 }
 
 impl ValidationReport {
-    /// True when there is at least one row and every row passed.
+    /// True when at least one row ran and every row that ran passed.
     pub fn all_passed(&self) -> bool {
-        !self.rows.is_empty() && self.rows.iter().all(|r| r.passed)
+        self.rows.iter().any(|r| !r.skipped) && self.failures().next().is_none()
     }
 
     pub fn failures(&self) -> impl Iterator<Item = &ValidationRow> {
-        self.rows.iter().filter(|r| !r.passed)
+        self.rows.iter().filter(|r| !r.passed && !r.skipped)
+    }
+
+    pub fn skipped(&self) -> impl Iterator<Item = &ValidationRow> {
+        self.rows.iter().filter(|r| r.skipped)
     }
 }
 
@@ -79,7 +86,13 @@ impl fmt::Display for ValidationReport {
             "graph", "algorithm", "engine", "vertices", "result", "seconds"
         )?;
         for r in &self.rows {
-            let result = if r.passed { "pass" } else { "FAIL" };
+            let result = if r.skipped {
+                "skip"
+            } else if r.passed {
+                "pass"
+            } else {
+                "FAIL"
+            };
             let details = r.mismatch.as_deref().unwrap_or("");
             writeln!(
                 f,
@@ -88,7 +101,12 @@ impl fmt::Display for ValidationReport {
             )?;
         }
         let passed = self.rows.iter().filter(|r| r.passed).count();
-        write!(f, "{passed} of {} passed", self.rows.len())
+        let skipped = self.skipped().count();
+        write!(f, "{passed} of {} passed", self.rows.len() - skipped)?;
+        if skipped > 0 {
+            write!(f, " ({skipped} skipped: not run by this engine)")?;
+        }
+        Ok(())
     }
 }
 
@@ -163,6 +181,7 @@ pub fn validate_graphalytics_with(
                 engine: options.engine.name().to_string(),
                 vertices: 0,
                 passed: false,
+                skipped: false,
                 mismatch: None,
                 seconds: 0.0,
             };
@@ -177,6 +196,10 @@ pub fn validate_graphalytics_with(
                     let result = run_algorithm(&runner, &algorithm, &params);
                     row.seconds = started.elapsed().as_secs_f64();
                     let outcome = match result {
+                        Err(Error::Unsupported(why)) => {
+                            row.skipped = true;
+                            Err(why)
+                        }
                         Err(e) => Err(format!("run failed: {e}")),
                         Ok(result) => compare(&algorithm, &reference, &result, store)?,
                     };
@@ -184,7 +207,7 @@ pub fn validate_graphalytics_with(
                     row.mismatch = outcome.err();
                 }
             }
-            if let Some(why) = &row.mismatch {
+            if let (Some(why), false) = (&row.mismatch, row.skipped) {
                 progress.note(&format!("{graph} {algorithm}: FAIL: {why}"));
             }
             report.rows.push(row);
@@ -440,6 +463,7 @@ mod tests {
             engine: "inmem".into(),
             vertices: 3,
             passed,
+            skipped: false,
             mismatch: (!passed).then(|| "vertex 1: expected 1, got 2".into()),
             seconds: 0.0,
         };
@@ -449,5 +473,27 @@ mod tests {
         assert!(text.contains("FAIL") && text.contains("vertex 1: expected 1, got 2"), "{text}");
         assert!(text.ends_with("1 of 2 passed"));
         assert!(!ValidationReport::default().all_passed());
+    }
+
+    #[test]
+    fn rows_the_engine_does_not_run_are_skipped_not_failed() {
+        let skipped = ValidationRow {
+            graph: "g".into(),
+            algorithm: "cdlp".into(),
+            engine: "stream".into(),
+            vertices: 3,
+            passed: false,
+            skipped: true,
+            mismatch: Some("the stream engine does not run Pregel programs".into()),
+            seconds: 0.0,
+        };
+        let passed =
+            ValidationRow { algorithm: "bfs".into(), passed: true, skipped: false, mismatch: None, ..skipped.clone() };
+        let report = ValidationReport { rows: vec![passed, skipped.clone()] };
+        assert!(report.all_passed());
+        let text = report.to_string();
+        assert!(text.contains("skip") && text.ends_with("1 of 1 passed (1 skipped: not run by this engine)"), "{text}");
+        // Nothing that ran is not a pass.
+        assert!(!ValidationReport { rows: vec![skipped] }.all_passed());
     }
 }

@@ -304,7 +304,7 @@ impl Runner {
 }
 
 fn not_available(engine: EngineKind, what: &str) -> Error {
-    Error::invalid(format!("the {} engine does not run {what}; use --engine inmem", engine.name()))
+    Error::Unsupported(format!("the {} engine does not run {what}; use --engine inmem", engine.name()))
 }
 
 /// Resolves `auto` and explains the choice.
