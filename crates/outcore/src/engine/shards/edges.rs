@@ -167,8 +167,8 @@ pub struct EdgeSection {
     /// is `block_bounds[b]..block_bounds[b+1]`.
     pub first_block: usize,
     pub block_bounds: Vec<usize>,
-    /// Whether any record of the section was changed (it must be written back).
-    pub modified: bool,
+    /// Per block of the section: whether a record in it changed (it must be written back).
+    pub modified: Vec<bool>,
 }
 
 impl EdgeSection {
@@ -189,6 +189,21 @@ impl EdgeSection {
     pub fn block(&self, i: usize) -> std::ops::Range<usize> {
         let b = i - self.first_block;
         self.block_bounds[b]..self.block_bounds[b + 1]
+    }
+
+    /// Marks block `i` (a source interval) as changed.
+    pub fn mark_block(&mut self, i: usize) {
+        self.modified[i - self.first_block] = true;
+    }
+
+    /// Marks the block holding edge `e` as changed.
+    pub fn mark_edge(&mut self, e: usize) {
+        let b = self.block_bounds.partition_point(|&start| start <= e) - 1;
+        self.modified[b] = true;
+    }
+
+    pub fn is_modified(&self) -> bool {
+        self.modified.iter().any(|&m| m)
     }
 }
 
@@ -256,6 +271,7 @@ impl<'a> ShardFiles<'a> {
         let edges = (e1 - e0) as usize;
         let mut section = EdgeSection { first_edge: e0, first_block: first, ..EdgeSection::default() };
         section.block_bounds = (first..=end).map(|i| (self.edge_start[i] - e0) as usize).collect();
+        section.modified = vec![false; end - first];
         let run_bytes = run_record_bytes(self.width);
         let mut buf = vec![0u8; ((r1 - r0) * run_bytes) as usize];
         self.runs.read_at(&mut buf, r0 * run_bytes)?;
@@ -299,14 +315,30 @@ impl<'a> ShardFiles<'a> {
         Ok(section)
     }
 
-    /// Writes the section's records back where they were loaded from.
+    /// Writes the changed blocks of the section's records back where they were loaded from
+    /// (consecutive changed blocks in one write).
     pub fn write_back(&self, section: &EdgeSection) -> Result<()> {
-        for (d, file) in self.records.iter().enumerate() {
-            if let Some(file) = file {
-                if !section.records[d].is_empty() {
-                    file.write_at(&section.records[d], section.first_edge * self.record as u64)?;
+        let blocks = section.modified.len();
+        let mut b = 0;
+        while b < blocks {
+            if !section.modified[b] {
+                b += 1;
+                continue;
+            }
+            let mut end = b + 1;
+            while end < blocks && section.modified[end] {
+                end += 1;
+            }
+            let (e0, e1) = (section.block_bounds[b], section.block_bounds[end]);
+            for (d, file) in self.records.iter().enumerate() {
+                if let Some(file) = file {
+                    if e1 > e0 && !section.records[d].is_empty() {
+                        let bytes = &section.records[d][e0 * self.record..e1 * self.record];
+                        file.write_at(bytes, (section.first_edge + e0 as u64) * self.record as u64)?;
+                    }
                 }
             }
+            b = end;
         }
         Ok(())
     }

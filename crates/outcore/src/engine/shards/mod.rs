@@ -43,11 +43,19 @@
 //! blocks 0..=k when interval k is written, then the window block of every later interval),
 //! which keeps each dynamic shard sorted like its static shard.
 //!
-//! Policies need distributive programs (§4.2): `apply(v, x, identity())` must leave `x`
-//! unchanged and return false (a dropped edge carries no message), and the messages of a
-//! delayed vertex, folded with `combine`, must equal what the edge would have carried. Programs
-//! that apply to every vertex each iteration (`pr`: every in-edge's full value is needed every
-//! iteration) run only with `--dynamic off`; by default they get it.
+//! Policies need distributive programs (§4.2), declared by
+//! [`VertexProgram::tolerates_delays`]: `apply(v, x, identity())` must leave `x` unchanged and
+//! return false (a dropped edge carries no message), and the messages of a delayed vertex,
+//! folded with `combine`, must equal what the edge would have carried. Other programs (`pr`
+//! needs every in-edge's full value every iteration; BFS levels counted by iteration in `bc`
+//! and `msbfs`) run with `--dynamic off`, which they get by default; asking for more is an
+//! error. With `off` the engine runs every vertex program exactly like the reference engine.
+//!
+//! **Memory.** One interval's edges (topology, positions, records: [`EdgeSection`]) and its
+//! vertices must fit [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
+//! while overlaying; the writers of dynamic shards get an eighth of the budget; the delay
+//! buffer is small by construction (its size triggers shadow iterations). The final values are
+//! read back into the `Vec` the program API returns.
 
 pub mod delay;
 pub mod edges;
@@ -479,7 +487,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                     let old = &mut section.records[d][pos * r..(pos + 1) * r];
                     if EdgeRecord::last_stamp(newer, msg) > EdgeRecord::last_stamp(old, msg) {
                         old.copy_from_slice(newer);
-                        section.modified = true;
+                        section.mark_edge(pos);
                     }
                 }
             }
@@ -489,7 +497,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
 
     /// Writes a section back where a step of this kind loaded it from.
     fn write_back(&self, kind: StepKind, k: usize, section: &EdgeSection, by_kind: &mut ByKind) -> Result<()> {
-        if !section.modified {
+        if !section.is_modified() {
             return Ok(());
         }
         let before = self.runner.io_snapshot();
@@ -627,31 +635,37 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                         wrote = true;
                     }
                 }
-                section.modified |= wrote;
+                if wrote {
+                    section.mark_block(j);
+                }
             };
             if self.dirs[0] {
                 windows.par_iter_mut().for_each(|(_, w)| scatter_forward(w));
                 scatter_forward(&mut memory);
             }
             if self.dirs[1] {
-                let mut wrote = false;
-                for e in 0..memory.len() {
-                    let t = memory.targets[e];
-                    if !active[(t - v0) as usize] {
-                        continue;
+                for block in 0..p {
+                    let mut wrote = false;
+                    for e in memory.block(block) {
+                        let t = memory.targets[e];
+                        if !active[(t - v0) as usize] {
+                            continue;
+                        }
+                        let edge = EdgeRef {
+                            source: t,
+                            target: memory.sources[e],
+                            weight: weight_of(&memory, e),
+                            source_out_degree: out_degree[(t - v0) as usize],
+                        };
+                        if let Some(m) = program.scatter(&values[(t - v0) as usize], edge) {
+                            EdgeRecord::write(&mut memory.records[1][e * r..(e + 1) * r], step, &m);
+                            wrote = true;
+                        }
                     }
-                    let edge = EdgeRef {
-                        source: t,
-                        target: memory.sources[e],
-                        weight: weight_of(&memory, e),
-                        source_out_degree: out_degree[(t - v0) as usize],
-                    };
-                    if let Some(m) = program.scatter(&values[(t - v0) as usize], edge) {
-                        EdgeRecord::write(&mut memory.records[1][e * r..(e + 1) * r], step, &m);
-                        wrote = true;
+                    if wrote {
+                        memory.mark_block(block);
                     }
                 }
-                memory.modified |= wrote;
             }
             // Active vertices lacking an edge on a dynamic shard wait in the delay buffer.
             if plan.kind == StepKind::Dynamic {
@@ -709,7 +723,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                     let rec = &mut section.records[d][e * r..(e + 1) * r];
                     let m = EdgeRecord::read::<P::Msg>(rec, step).map_or(m, |now| program.combine(now, m));
                     EdgeRecord::write(rec, step, &m);
-                    section.modified = true;
+                    section.mark_edge(e);
                 }
             };
             if self.dirs[0] {
