@@ -57,6 +57,7 @@ fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
         "bfs" | "sssp" => p.source = Some(g.source.clone()),
         "mssp" | "bc" | "heat" | "bp" => p.sources = g.sources.clone(),
         "pr" => p.iterations = Some(10),
+        "bp" => p.iterations = Some(20),
         _ => {}
     }
     p
@@ -136,7 +137,7 @@ fn every_algorithm_equals_inmem_under_each_policy_with_many_shards() {
             let p = params(&g, algorithm);
             let expected = inmem(&g.store, algorithm, &p);
             let policies: &[Option<DynamicPolicy>] = if matches!(algorithm, "pr" | "bc") {
-                &[None, Some(DynamicPolicy::Off)]
+                &[None]
             } else {
                 &[Some(DynamicPolicy::Off), Some(DynamicPolicy::Ads), Some(DynamicPolicy::Ods)]
             };
