@@ -39,16 +39,16 @@ fn graph<G: EdgeGenerator + 'static>(name: &'static str, generator: G, undirecte
     TestGraph { name, _dir: dir, source: original(busiest), sources, store }
 }
 
-/// Graph500 RMAT, scale 11, edge factor 8, directed, weighted.
+/// Graph500 RMAT, scale 10, edge factor 8, directed, weighted.
 fn rmat_graph() -> TestGraph {
-    let config = RmatConfig { scale: 11, edge_factor: 8, seed: 7, weights: true, ..RmatConfig::default() };
-    graph("rmat-11", Rmat::new(config).unwrap(), false)
+    let config = RmatConfig { scale: 10, edge_factor: 8, seed: 7, weights: true, ..RmatConfig::default() };
+    graph("rmat-10", Rmat::new(config).unwrap(), false)
 }
 
-/// G(2000, 12 000), undirected, weighted.
+/// G(1000, 6000), undirected, weighted.
 fn er_graph() -> TestGraph {
-    let config = ErdosRenyiConfig { vertices: 2000, edges: 12_000, seed: 11, self_loops: true, weights: true };
-    graph("er-2000", ErdosRenyi::new(config).unwrap(), true)
+    let config = ErdosRenyiConfig { vertices: 1000, edges: 6000, seed: 11, self_loops: true, weights: true };
+    graph("er-1000", ErdosRenyi::new(config).unwrap(), true)
 }
 
 fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
@@ -58,6 +58,8 @@ fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
         "mssp" | "bc" | "heat" | "bp" => p.sources = g.sources.clone(),
         "pr" => p.iterations = Some(10),
         "bp" => p.iterations = Some(20),
+        // Looser than the defaults (1e-9) to keep the test fast; the bounds below follow.
+        "pr-delta" | "heat" => p.tolerance = Some(1e-6),
         _ => {}
     }
     p
@@ -90,8 +92,8 @@ fn inmem(store: &Store, algorithm: &str, p: &AlgorithmParams) -> AlgorithmResult
     run(store, options, algorithm, p).unwrap().0
 }
 
-/// Exact equality for selective programs; pr and bc relative 1e-9; pr-delta: both runs end
-/// within tolerance·d/(1−d) (L1) of the fixed point.
+/// Exact equality for selective programs; pr and bc relative 1e-9; pr-delta and heat: both
+/// runs end within their tolerance's bound (L1) of the fixed point; bp within 1e-4.
 fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResult, what: &str) {
     assert_eq!(expected.columns.len(), got.columns.len(), "{what}");
     for ((en, ec), (gn, gc)) in expected.columns.iter().zip(&got.columns) {
@@ -104,13 +106,13 @@ fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResul
             }
             (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr-delta" => {
                 let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
-                assert!(l1 <= 2.0 * 1e-9 * 0.85 / 0.15, "{what}: L1 distance {l1}");
+                assert!(l1 <= 2.0 * 1e-6 * 0.85 / 0.15, "{what}: L1 distance {l1}");
             }
             (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "heat" => {
-                // Every vertex ends with at most tolerance (1e-9) unpassed and α = 0.5, so each
+                // Every vertex ends with at most tolerance (1e-6) unpassed and α = 0.5, so each
                 // run is within n·tolerance (L1) of the steady state.
                 let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
-                assert!(l1 <= 2.0 * 1e-9 * e.len() as f64, "{what}: L1 distance {l1}");
+                assert!(l1 <= 2.0 * 1e-6 * e.len() as f64, "{what}: L1 distance {l1}");
             }
             (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "bp" => {
                 for (v, (a, b)) in e.iter().zip(g).enumerate() {
@@ -131,8 +133,17 @@ fn extra_u64(stats: &RunStats, key: &str) -> Vec<u64> {
 }
 
 #[test]
-fn every_algorithm_equals_inmem_under_each_policy_with_many_shards() {
-    for g in [rmat_graph(), er_graph()] {
+fn every_algorithm_equals_inmem_under_each_policy_with_many_shards_on_rmat() {
+    every_algorithm_equals_inmem(rmat_graph());
+}
+
+#[test]
+fn every_algorithm_equals_inmem_under_each_policy_with_many_shards_on_erdos_renyi() {
+    every_algorithm_equals_inmem(er_graph());
+}
+
+fn every_algorithm_equals_inmem(g: TestGraph) {
+    {
         for algorithm in ["pr-delta", "heat", "bp", "sssp", "wcc", "mssp", "bfs", "pr", "bc"] {
             let p = params(&g, algorithm);
             let expected = inmem(&g.store, algorithm, &p);
@@ -143,7 +154,7 @@ fn every_algorithm_equals_inmem_under_each_policy_with_many_shards() {
             };
             for &policy in policies {
                 let what = format!("{} {algorithm} {policy:?}", g.name);
-                let (got, stats) = run(&g.store, shards_options(1 << 20, None, policy), algorithm, &p).unwrap();
+                let (got, stats) = run(&g.store, shards_options(512 << 10, None, policy), algorithm, &p).unwrap();
                 let shards = stats.extra["shards"].as_u64().unwrap();
                 assert!(shards >= 8, "{what}: the budget must force many intervals, got {shards}");
                 assert_same(algorithm, &expected, &got, &what);
@@ -335,13 +346,14 @@ fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_fol
 
 #[test]
 fn vertex_values_larger_than_the_budget_run_fully_external() {
-    // 60 000 vertices of 24 bytes of pr-delta state (1.4 MiB) under a 1 MiB budget.
-    let config = ErdosRenyiConfig { vertices: 60_000, edges: 90_000, seed: 5, self_loops: false, weights: false };
-    let g = graph("er-60000", ErdosRenyi::new(config).unwrap(), false);
+    // 30 000 vertices of 24 bytes of pr-delta state (720 KB) under a 512 KiB budget.
+    let config = ErdosRenyiConfig { vertices: 30_000, edges: 45_000, seed: 5, self_loops: false, weights: false };
+    let g = graph("er-30000", ErdosRenyi::new(config).unwrap(), false);
     let p = AlgorithmParams { tolerance: Some(1e-6), ..AlgorithmParams::default() };
     let expected = inmem(&g.store, "pr-delta", &p);
-    let (got, stats) = run(&g.store, shards_options(1 << 20, None, Some(DynamicPolicy::Ods)), "pr-delta", &p).unwrap();
-    assert!(g.store.num_vertices() * 24 > 1 << 20);
+    let (got, stats) =
+        run(&g.store, shards_options(512 << 10, None, Some(DynamicPolicy::Ods)), "pr-delta", &p).unwrap();
+    assert!(g.store.num_vertices() * 24 > 512 << 10);
     assert!(stats.extra["shards"].as_u64().unwrap() >= 8);
     let (ValueColumn::Float(e), ValueColumn::Float(o)) = (&expected.columns[0].1, &got.columns[0].1) else {
         panic!("float columns")
