@@ -281,7 +281,7 @@ fn write_layout(
     let csr = store.csr(Direction::Out)?;
     let weighted = store.is_weighted();
     let files_per_shard = if weighted { 3 } else { 2 };
-    let per_file = (buffer_bytes / (shards as u64 * files_per_shard)).clamp(4 << 10, 1 << 20) as usize;
+    let per_file = (buffer_bytes / (shards as u64 * files_per_shard)).clamp(1 << 10, 1 << 20) as usize;
     let create = |f: &str| LayoutFileWriter::create(&dir.join(f), per_file, counters.clone());
     let mut runs = (0..shards).map(|j| create(&format!("shard-{j}.runs"))).collect::<Result<Vec<_>>>()?;
     let mut targets = (0..shards).map(|j| create(&format!("shard-{j}.targets"))).collect::<Result<Vec<_>>>()?;

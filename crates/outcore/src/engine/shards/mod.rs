@@ -163,17 +163,31 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
         }
         return Ok(layout);
     }
+    // No number of intervals helps when one vertex's edges alone do not fit.
+    let (hub, hub_edges) = busiest_vertex(store)?;
+    let hub_bytes = hub_edges * per_edge + per_vertex;
+    if hub_bytes > share {
+        return Err(Error::MemoryBudget(format!(
+            "vertex {hub} (dense id) has {hub_edges} in- and out-edges, which need {} in one interval, more than {} \
+             ({}% of --memory {}); raise --memory to at least {}",
+            format_size(hub_bytes),
+            format_size(share),
+            (INTERVAL_SHARE * 100.0) as u32,
+            runner.options().memory,
+            format_size((hub_bytes as f64 / INTERVAL_SHARE) as u64 + 1)
+        )));
+    }
     let total = 2 * store.num_arcs() * per_edge + n * per_vertex;
     let mut p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
     loop {
-        if p > (1 << 16) || (p as u64 > n.max(1) && p > 1) {
+        // The block index holds P·(P+1) pairs and every step reads P·(P−1) windows.
+        if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
             return Err(Error::MemoryBudget(format!(
-                "the shards engine cannot split this graph ({} vertices, {} arcs) into intervals whose edges fit {} \
-                 ({}% of --memory {}): a vertex has too many edges; raise --memory",
+                "the shards engine would need more than {} intervals for this graph ({} vertices, {} arcs) under \
+                 --memory {}; raise --memory (or force --shards)",
+                p / 2,
                 n,
                 store.num_arcs(),
-                format_size(share),
-                (INTERVAL_SHARE * 100.0) as u32,
                 runner.options().memory
             )));
         }
@@ -183,6 +197,33 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
         }
         p *= 2;
     }
+}
+
+/// Most intervals `--memory` may ask for (each step reads P·(P−1) windows).
+const MAX_AUTO_SHARDS: usize = 1024;
+
+/// The vertex with most in- plus out-edges and that number, from the offsets (streamed).
+fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
+    let out = store.csr(Direction::Out)?;
+    let inn = store.csr(Direction::In)?;
+    let n = store.num_vertices();
+    let chunk = 1u64 << 16;
+    let (mut a, mut b) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
+    let (mut best, mut best_edges) = (0, 0);
+    let mut first = 0;
+    while first < n {
+        let count = chunk.min(n - first) as usize;
+        out.read_offsets(first, &mut a[..count + 1])?;
+        inn.read_offsets(first, &mut b[..count + 1])?;
+        for i in 0..count {
+            let edges = a[i + 1] - a[i] + b[i + 1] - b[i];
+            if edges > best_edges {
+                (best, best_edges) = (first + i as u64, edges);
+            }
+        }
+        first += count as u64;
+    }
+    Ok((best, best_edges))
 }
 
 /// Bytes read and written by kind of file, over a step.
