@@ -32,7 +32,7 @@ enum Command {
     /// Renumber a store's vertices (none, degree, random, norder).
     Reorder(commands::reorder::ReorderArgs),
     /// Benchmarks (`bench cache`: BASC, GVS and Norder at equal memory; `bench stream`:
-    /// the stream engine's schedules).
+    /// the stream engine's schedules; `bench shards`: the dynamic-shard policies).
     Bench(commands::bench::BenchArgs),
 }
 

@@ -120,6 +120,16 @@ pub trait VertexProgram: Sync + Send {
         false
     }
 
+    /// True when the result stays the same if some messages reach their target in a later
+    /// iteration, folded with `combine` — the distributive programs of "Load the Edges You
+    /// Need" (§4.2): accumulations (PageRank-delta, heat) and selections (min/max: SSSP, WCC).
+    /// Engines that skip edges and delay messages (shards with dynamic shards) need it.
+    /// Programs whose `apply` depends on the iteration a message arrives in (BFS levels
+    /// counted by iteration) or on every in-edge each iteration (`applies_to_all`) do not.
+    fn tolerates_delays(&self) -> bool {
+        !self.applies_to_all()
+    }
+
     /// A vertex's share of the global sum handed to the next iteration (default 0).
     fn global_contribution(&self, _vertex: VertexId, _value: &Self::Value, _out_degree: u64) -> f64 {
         0.0

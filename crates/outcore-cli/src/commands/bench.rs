@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{bench_cache, bench_stream};
+use super::{bench_cache, bench_shards, bench_stream};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -21,6 +21,9 @@ enum BenchKind {
     /// Stream engine: each algorithm under each schedule (selective, full, block): wall time,
     /// bytes read, peak RSS, and the ratios selective/full and selective/block.
     Stream(bench_stream::StreamBenchArgs),
+    /// Shards engine: each algorithm under each dynamic-shard policy (off, ads, ods): bytes
+    /// read+written, iterations, peak RSS, and the ratios off/ods and off/ads.
+    Shards(bench_shards::ShardsBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -28,5 +31,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchKind::Cache(a) => bench_cache::run(a),
         BenchKind::CacheRun(a) => bench_cache::run_child(a),
         BenchKind::Stream(a) => bench_stream::run(a),
+        BenchKind::Shards(a) => bench_shards::run(a),
     }
 }

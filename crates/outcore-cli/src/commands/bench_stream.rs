@@ -119,7 +119,7 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
 }
 
 /// Peak resident set of this process image (`VmHWM` in /proc/self/status).
-fn vm_hwm_bytes() -> Option<u64> {
+pub(crate) fn vm_hwm_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line["VmHWM:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
@@ -129,7 +129,7 @@ fn vm_hwm_bytes() -> Option<u64> {
 /// User + system CPU time of this process so far (all threads, exited ones included), from
 /// /proc/self/stat in clock ticks of 1/100 s (USER_HZ). On a shared machine this moves less
 /// with other people's load than wall time does.
-fn cpu_seconds() -> Option<f64> {
+pub(crate) fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
@@ -139,7 +139,7 @@ fn cpu_seconds() -> Option<f64> {
 }
 
 /// The original id of the vertex with the most out-edges.
-fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
+pub(crate) fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
     let csr = store.csr(Direction::Out)?;
     let n = csr.vertices;
     let chunk = 1u64 << 16;
@@ -161,7 +161,7 @@ fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
 }
 
 /// Evicts every file of the store from the page cache.
-fn evict(dir: &Path) {
+pub(crate) fn evict(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();

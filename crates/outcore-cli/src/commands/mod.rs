@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_cache;
+pub mod bench_shards;
 pub mod bench_stream;
 pub mod calibrate;
 pub mod generate;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
+use outcore::engine::shards::{DynamicPolicy, ShardsOptions};
+use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
-use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
 use outcore::store::Store;
 
@@ -21,7 +22,7 @@ pub struct RunArgs {
     /// The store directory.
     #[arg(long)]
     store: PathBuf,
-    /// Engine: auto (default: chooses and says why), inmem, stream, cache.
+    /// Engine: auto (default: chooses and says why), inmem, stream, cache, shards.
     #[arg(long, default_value = "auto")]
     engine: String,
     /// Memory budget, e.g. 512MiB (default: a quarter of RAM).
@@ -91,6 +92,42 @@ pub struct RunArgs {
     /// direct or buffered.
     #[arg(long, default_value = "auto")]
     io: String,
+    /// Shards engine: number of intervals P (default: from --memory).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Shards engine: off (static shards, plain GraphChi), ads (new dynamic shards every
+    /// iteration) or ods (default: dynamic shards built in shadow iterations; programs that
+    /// apply to every vertex, such as pr, get off).
+    #[arg(long)]
+    dynamic: Option<String>,
+    /// Shards engine, ods: the first shadow iteration runs when the share of updated edges
+    /// falls below this (default 0.30).
+    #[arg(long)]
+    shadow_edge_share: Option<f64>,
+    /// Shards engine, ads/ods: a shadow iteration runs when the delay buffer exceeds this,
+    /// e.g. 100KiB (the default).
+    #[arg(long)]
+    delay_buffer: Option<String>,
+}
+
+/// The shards engine's options from the flags (defaults where absent).
+pub fn shards_options(
+    shards: Option<usize>,
+    dynamic: Option<&str>,
+    shadow_edge_share: Option<f64>,
+    delay_buffer: Option<&str>,
+) -> anyhow::Result<ShardsOptions> {
+    let defaults = ShardsOptions::default();
+    let share = shadow_edge_share.unwrap_or(defaults.shadow_edge_share);
+    if !(0.0..=1.0).contains(&share) {
+        anyhow::bail!("--shadow-edge-share must be in [0, 1], got {share}");
+    }
+    Ok(ShardsOptions {
+        shards,
+        dynamic: dynamic.map(DynamicPolicy::parse).transpose()?,
+        shadow_edge_share: share,
+        delay_buffer_bytes: delay_buffer.map(parse_size).transpose()?.unwrap_or(defaults.delay_buffer_bytes),
+    })
 }
 
 /// The stream engine's options from the flags.
@@ -151,6 +188,12 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
         },
         stream: stream_options(&args)?,
         cache: cache_options(&args)?,
+        shards: shards_options(
+            args.shards,
+            args.dynamic.as_deref(),
+            args.shadow_edge_share,
+            args.delay_buffer.as_deref(),
+        )?,
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)

@@ -83,6 +83,10 @@ impl VertexProgram for Forward {
     fn initially_active(&self, v: VertexId, _: &GraphInfo) -> bool {
         v == self.source
     }
+    /// Depth is the iteration of first arrival: a delayed message would give a wrong depth.
+    fn tolerates_delays(&self) -> bool {
+        false
+    }
     fn scatter(&self, value: &PathCount, _: EdgeRef) -> Option<f64> {
         Some(value.sigma)
     }

@@ -63,8 +63,10 @@ pub struct AlgorithmParams {
 
 pub mod bc;
 pub mod bfs;
+pub mod bp;
 pub mod cdlp;
 pub mod diameter;
+pub mod heat;
 pub mod lcc;
 pub mod msbfs;
 pub mod mssp;
@@ -89,6 +91,8 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("bc", "betweenness centrality (Brandes) from --sources or --num-sources K sampled with --seed; exact when K >= |V|"),
     ("msbfs", "multi-source BFS from --sources or --num-sources sampled ones, 64 at once: per-vertex reach count and distance sum"),
     ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
+    ("heat", "heat simulation: steady temperature from --sources (or --num-sources) with conduction --damping (0.5)"),
+    ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
 /// Runs the algorithm called `name` with `params` on `runner`.
@@ -159,6 +163,24 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 ));
             };
             mssp::run(runner, &mssp::Config { sources })?.into()
+        }
+        "heat" => {
+            let config = heat::Config {
+                sources: many_sources(runner, params, heat::DEFAULT_NUM_SOURCES)?,
+                conduction: params.damping.unwrap_or(0.5),
+                tolerance: params.tolerance.unwrap_or(1e-9),
+                max_iterations: params.iterations,
+            };
+            heat::run(runner, &config)?.into()
+        }
+        "bp" => {
+            let config = bp::Config {
+                evidence: many_sources(runner, params, bp::DEFAULT_NUM_EVIDENCE)?,
+                homophily: params.damping.unwrap_or(0.2),
+                tolerance: params.tolerance.unwrap_or(1e-6),
+                max_iterations: params.iterations.unwrap_or(50),
+            };
+            bp::run(runner, &config)?.into()
         }
         other => {
             let names: Vec<&str> = ALGORITHMS.iter().map(|(n, _)| *n).collect();

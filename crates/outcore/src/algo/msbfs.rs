@@ -114,6 +114,10 @@ impl VertexProgram for MultiSourceBfs<'_> {
     fn identity(&self) -> u64 {
         0
     }
+    /// Levels are counted by iteration: a delayed message would give a wrong distance.
+    fn tolerates_delays(&self) -> bool {
+        false
+    }
     fn apply(&self, _: VertexId, state: &mut SearchState, bits: u64, ctx: &IterationContext) -> bool {
         let new = bits & !state.visited;
         state.visited |= new;

@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod inmem;
+pub mod shards;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -32,10 +33,12 @@ pub enum EngineKind {
     Stream,
     /// Semi-external vertex-centric with page cache, BASC static cache and Norder.
     Cache,
+    /// Fully external parallel sliding windows with dynamic shards (GraphChi + Vora et al.).
+    Shards,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "shards"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
@@ -43,10 +46,8 @@ impl EngineKind {
             "inmem" | "in-memory" => Ok(EngineKind::InMemory),
             "stream" => Ok(EngineKind::Stream),
             "cache" => Ok(EngineKind::Cache),
-            other => Err(Error::invalid(format!(
-                "unknown engine '{other}' (available: {})",
-                Self::NAMES.join(", ")
-            ))),
+            "shards" => Ok(EngineKind::Shards),
+            other => Err(Error::invalid(format!("unknown engine '{other}' (available: {})", Self::NAMES.join(", ")))),
         }
     }
 
@@ -56,6 +57,7 @@ impl EngineKind {
             EngineKind::InMemory => "inmem",
             EngineKind::Stream => "stream",
             EngineKind::Cache => "cache",
+            EngineKind::Shards => "shards",
         }
     }
 }
@@ -69,6 +71,8 @@ pub struct RunOptions {
     pub stream: stream::StreamOptions,
     /// Options of the cache engine (page size, static cache).
     pub cache: cache::CacheOptions,
+    /// Options of the shards engine (intervals, dynamic-shard policy).
+    pub shards: shards::ShardsOptions,
 }
 
 impl Default for RunOptions {
@@ -78,6 +82,7 @@ impl Default for RunOptions {
             memory: MemoryBudget::default_for_machine(),
             stream: stream::StreamOptions::default(),
             cache: cache::CacheOptions::default(),
+            shards: shards::ShardsOptions::default(),
         }
     }
 }
@@ -247,8 +252,10 @@ impl Runner {
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
         // `EdgeDirection::In` is newer than some engines: those not listed here refuse it
         // rather than silently sending along out-edges.
-        let supports_in_edges =
-            matches!(self.engine, EngineKind::InMemory | EngineKind::Auto | EngineKind::Cache | EngineKind::Stream);
+        let supports_in_edges = matches!(
+            self.engine,
+            EngineKind::InMemory | EngineKind::Auto | EngineKind::Cache | EngineKind::Stream | EngineKind::Shards
+        );
         if program.direction() == crate::program::EdgeDirection::In && !supports_in_edges {
             return Err(not_available(self.engine, "programs that send along in-edges (EdgeDirection::In)"));
         }
@@ -256,6 +263,7 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
+            EngineKind::Shards => shards::run_vertex_program(self, program),
         }
     }
 

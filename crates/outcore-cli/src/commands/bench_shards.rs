@@ -1,0 +1,281 @@
+//! `outcore bench shards`: the shards engine's policies compared in one invocation
+//! ("Load the Edges You Need" §6: Baseline vs ADS vs ODS).
+//!
+//! `outcore bench shards --store DIR` runs each algorithm (default pr-delta to convergence,
+//! mssp from 4 sources, wcc) under each policy (`--dynamic off`, `ads`, `ods`) and prints bytes
+//! read + written (split into static, dynamic, and shadow-iteration bytes), iterations, shadow
+//! iterations, mean edge utilisation, wall and CPU time and peak RSS per run, then the ratios
+//! off/ods and off/ads of bytes and iterations. Each run is a child process (this binary
+//! re-invoked with hidden `--child-*` arguments) so that its peak RSS is its own; the store's
+//! pages are evicted before each run unless `--warm`. The `shards-P` layout is built into the
+//! store by the first run that needs it (use a copy of a store you want untouched).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use clap::Args;
+use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::generate::{generate_into_store, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::runtime::{format_size, CancelToken, MemoryBudget};
+use outcore::store::Store;
+
+use super::bench_stream::{busiest_vertex, cpu_seconds, evict, vm_hwm_bytes};
+use super::run::shards_options;
+
+#[derive(Args, Clone)]
+pub struct ShardsBenchArgs {
+    /// The store to run on (the shards layout is built into it).
+    #[arg(long)]
+    store: PathBuf,
+    /// Algorithms, comma-separated.
+    #[arg(long, default_value = "pr-delta,mssp,wcc")]
+    algorithms: String,
+    /// Policies, comma-separated.
+    #[arg(long, default_value = "off,ads,ods")]
+    policies: String,
+    /// Memory budget of every run.
+    #[arg(long, default_value = "1GiB")]
+    memory: String,
+    /// Number of intervals (default: from the budget).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// pr-delta tolerance (default: pr-delta's own, 1e-9).
+    #[arg(long)]
+    tolerance: Option<f64>,
+    /// mssp sources: the busiest vertex and this many more sampled (seed 1).
+    #[arg(long, default_value_t = 4)]
+    mssp_sources: usize,
+    /// ODS: share of updated edges below which the first shadow iteration runs.
+    #[arg(long)]
+    shadow_edge_share: Option<f64>,
+    /// ADS/ODS: delay-buffer size that triggers a shadow iteration (default 100KiB).
+    #[arg(long)]
+    delay_buffer: Option<String>,
+    /// Keep the store in the page cache between runs (default: evict before each run).
+    #[arg(long)]
+    warm: bool,
+    /// Generate an RMAT graph of this scale (Graph500: edge factor 16, seed 1, directed,
+    /// unweighted) into --store first when it does not exist yet.
+    #[arg(long)]
+    generate_rmat: Option<u32>,
+    /// Also write every run's statistics as a JSON array.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    child_algorithm: Option<String>,
+    #[arg(long, hide = true)]
+    child_policy: Option<String>,
+    #[arg(long, hide = true)]
+    child_stats: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    child_source: Option<String>,
+}
+
+pub fn run(args: ShardsBenchArgs) -> anyhow::Result<()> {
+    match (&args.child_algorithm, &args.child_policy, &args.child_stats) {
+        (Some(algorithm), Some(policy), Some(stats)) => child(&args, algorithm, policy, stats),
+        _ => parent(&args),
+    }
+}
+
+fn list(text: &str) -> Vec<String> {
+    text.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// One run, in this (child) process; writes its statistics to `stats_path`.
+fn child(args: &ShardsBenchArgs, algorithm: &str, policy: &str, stats_path: &std::path::Path) -> anyhow::Result<()> {
+    let store = Store::open(&args.store)?;
+    let options = RunOptions {
+        engine: EngineKind::Shards,
+        memory: MemoryBudget::parse(&args.memory)?,
+        shards: shards_options(args.shards, Some(policy), args.shadow_edge_share, args.delay_buffer.as_deref())?,
+        ..RunOptions::default()
+    };
+    let params = AlgorithmParams {
+        source: args.child_source.clone(),
+        tolerance: args.tolerance,
+        num_sources: (algorithm == "mssp").then_some(args.mssp_sources),
+        seed: Some(1),
+        ..AlgorithmParams::default()
+    };
+    let runner = Runner::new(&store, options);
+    run_algorithm(&runner, algorithm, &params)?;
+    let mut stats = runner.finish(algorithm);
+    if let Some(hwm) = vm_hwm_bytes() {
+        stats.peak_rss_bytes = hwm;
+    }
+    if let Some(cpu) = cpu_seconds() {
+        stats.extra.insert("cpu_seconds".into(), cpu.into());
+    }
+    std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
+    Ok(())
+}
+
+/// One run's figures.
+struct Measured {
+    algorithm: String,
+    policy: String,
+    stats: serde_json::Value,
+}
+
+impl Measured {
+    fn number(&self, key: &str) -> f64 {
+        self.stats[key].as_f64().unwrap_or(0.0)
+    }
+
+    fn moved(&self) -> f64 {
+        self.number("bytes_read") + self.number("bytes_written")
+    }
+
+    /// Sum of a per-iteration figure, over all iterations or the shadow ones.
+    fn per_iteration(&self, key: &str, shadow_only: bool) -> f64 {
+        self.stats["per_iteration"]
+            .as_array()
+            .map(|its| {
+                its.iter()
+                    .filter(|i| !shadow_only || i["kind"] == "shadow")
+                    .map(|i| i[key].as_f64().unwrap_or(0.0))
+                    .sum()
+            })
+            .unwrap_or(0.0)
+    }
+
+    fn utilisation(&self) -> f64 {
+        self.per_iteration("dirty_edges", false) / self.per_iteration("edges_loaded", false).max(1.0)
+    }
+}
+
+fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
+    if let (Some(scale), false) = (args.generate_rmat, args.store.exists()) {
+        let started = std::time::Instant::now();
+        let generator = Rmat::new(RmatConfig::with_scale(scale))?;
+        let options = ImportOptions { memory: MemoryBudget::parse(&args.memory)?, ..ImportOptions::default() };
+        let progress = crate::progress::TerminalProgress::new(false);
+        generate_into_store(generator, &args.store, &options, &progress, &CancelToken::new())?;
+        println!(
+            "generated rmat scale {scale} into {} in {:.1} s",
+            args.store.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let store = Store::open(&args.store)?;
+    let budget = MemoryBudget::parse(&args.memory)?;
+    let source = busiest_vertex(&store)?;
+    println!(
+        "shards bench: {} ({} vertices, {} arcs), memory {}, mssp {} sources (seed 1), pr-delta tolerance {}, {}",
+        args.store.display(),
+        store.num_vertices(),
+        store.num_arcs(),
+        budget,
+        args.mssp_sources,
+        args.tolerance.map_or("1e-9 (default)".to_string(), |t| t.to_string()),
+        if args.warm { "warm page cache" } else { "page cache evicted before each run" }
+    );
+    let exe = std::env::current_exe()?;
+    let scratch = std::env::temp_dir().join(format!("outcore-bench-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let mut runs = Vec::new();
+    println!(
+        "{:<9} {:<5} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6} {:>8} {:>8} {:>10} {:>6}",
+        "algorithm",
+        "dyn",
+        "iters",
+        "shadow",
+        "read+write",
+        "static",
+        "dynamic",
+        "in shadows",
+        "util",
+        "wall s",
+        "cpu s",
+        "peak RSS",
+        "≤b+64M"
+    );
+    for algorithm in list(&args.algorithms) {
+        for policy in list(&args.policies) {
+            if !args.warm {
+                evict(&args.store);
+            }
+            let stats_path = scratch.join(format!("{algorithm}-{policy}.json"));
+            let mut command = Command::new(&exe);
+            command
+                .args(["bench", "shards", "--store"])
+                .arg(&args.store)
+                .args(["--memory", &args.memory, "--mssp-sources", &args.mssp_sources.to_string()])
+                .args(["--child-algorithm", &algorithm, "--child-policy", &policy, "--child-stats"])
+                .arg(&stats_path);
+            if matches!(algorithm.as_str(), "sssp" | "bfs") {
+                command.args(["--child-source", &source]);
+            }
+            if let Some(p) = args.shards {
+                command.args(["--shards", &p.to_string()]);
+            }
+            if let Some(t) = args.tolerance {
+                command.args(["--tolerance", &t.to_string()]);
+            }
+            if let Some(s) = args.shadow_edge_share {
+                command.args(["--shadow-edge-share", &s.to_string()]);
+            }
+            if let Some(d) = &args.delay_buffer {
+                command.args(["--delay-buffer", d]);
+            }
+            let status = command.status()?;
+            if !status.success() {
+                anyhow::bail!("the {algorithm} run with --dynamic {policy} failed ({status})");
+            }
+            let stats = serde_json::from_slice(&std::fs::read(&stats_path)?)?;
+            let run = Measured { algorithm: algorithm.clone(), policy, stats };
+            let rss = run.number("peak_rss_bytes") as u64;
+            let by_kind =
+                |a: &str, b: &str| format_size((run.per_iteration(a, false) + run.per_iteration(b, false)) as u64);
+            let shadow_bytes: f64 =
+                ["static_bytes_read", "static_bytes_written", "dynamic_bytes_read", "dynamic_bytes_written"]
+                    .iter()
+                    .map(|k| run.per_iteration(k, true))
+                    .sum();
+            println!(
+                "{:<9} {:<5} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6.3} {:>8.2} {:>8.2} {:>10} {:>6}",
+                run.algorithm,
+                run.policy,
+                run.number("iterations"),
+                run.number("shadow_iterations"),
+                format_size(run.moved() as u64),
+                by_kind("static_bytes_read", "static_bytes_written"),
+                by_kind("dynamic_bytes_read", "dynamic_bytes_written"),
+                format_size(shadow_bytes as u64),
+                run.utilisation(),
+                run.number("wall_seconds"),
+                run.stats["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+                format_size(rss),
+                if rss <= budget.bytes() + (64 << 20) { "yes" } else { "NO" }
+            );
+            runs.push(run);
+        }
+    }
+    println!("\nratios (bytes read+written, iterations, wall time):");
+    for algorithm in list(&args.algorithms) {
+        let find = |p: &str| runs.iter().find(|r| r.algorithm == algorithm && r.policy == p);
+        let Some(off) = find("off") else { continue };
+        for other in ["ods", "ads"] {
+            if let Some(o) = find(other) {
+                println!(
+                    "  {algorithm:<9} off/{other}  bytes {:.3}  iterations {:.3}  wall {:.3}",
+                    off.moved() / o.moved().max(1.0),
+                    off.number("iterations") / o.number("iterations").max(1.0),
+                    off.number("wall_seconds") / o.number("wall_seconds").max(1e-9)
+                );
+            }
+        }
+    }
+    if let Some(path) = &args.json {
+        let all: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| serde_json::json!({"algorithm": r.algorithm, "policy": r.policy, "stats": r.stats}))
+            .collect();
+        std::fs::write(path, serde_json::to_vec_pretty(&all)?)?;
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}

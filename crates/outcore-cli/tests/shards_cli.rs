@@ -1,0 +1,96 @@
+//! The shards engine from the command line: `run` flags and `bench shards`.
+
+use std::process::{Command, Output};
+
+fn outcore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outcore")).args(args).output().expect("outcore runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = outcore(args);
+    assert!(out.status.success(), "outcore {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn run_flags_select_shards_and_policy_and_results_match_inmem() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ok(&["generate", "rmat", "--scale", "10", "--seed", "5", "--store", &p("s"), "--memory", "64MiB"]);
+    ok(&["run", "wcc", "--store", &p("s"), "--engine", "inmem", "-o", &p("inmem.txt"), "-q"]);
+    let expected = std::fs::read_to_string(p("inmem.txt")).unwrap();
+    for policy in ["off", "ads", "ods"] {
+        let (out, stats) = (p(&format!("{policy}.txt")), p(&format!("{policy}.json")));
+        ok(&[
+            "run",
+            "wcc",
+            "--store",
+            &p("s"),
+            "--engine",
+            "shards",
+            "--memory",
+            "8MiB",
+            "--shards",
+            "8",
+            "--dynamic",
+            policy,
+            "--shadow-edge-share",
+            "0.5",
+            "--delay-buffer",
+            "4KiB",
+            "-o",
+            &out,
+            "--stats-json",
+            &stats,
+            "-q",
+        ]);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), expected, "{policy}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(stats["engine"], "shards");
+        assert_eq!(stats["shards"], 8);
+        assert_eq!(stats["dynamic_policy"], policy);
+        let iterations = stats["per_iteration"].as_array().unwrap();
+        assert!(iterations.iter().all(|i| i["kind"].is_string() && i["edges_loaded"].as_u64().is_some()));
+    }
+    let bad = outcore(&["run", "wcc", "--store", &p("s"), "--engine", "shards", "--dynamic", "sometimes"]);
+    assert_eq!(bad.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown --dynamic policy 'sometimes'"));
+    let bad = outcore(&["run", "pr", "--store", &p("s"), "--engine", "shards", "--dynamic", "ods"]);
+    assert_eq!(bad.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("use --dynamic off"));
+}
+
+#[test]
+fn bench_shards_runs_every_policy_and_prints_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let json = dir.path().join("bench.json");
+    let out = ok(&[
+        "bench",
+        "shards",
+        "--store",
+        store.to_str().unwrap(),
+        "--generate-rmat",
+        "9",
+        "--memory",
+        "4MiB",
+        "--algorithms",
+        "pr-delta,wcc",
+        "--tolerance",
+        "1e-4",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    for line in ["pr-delta  off", "pr-delta  ads", "pr-delta  ods", "wcc       ods", "off/ods", "off/ads"] {
+        assert!(out.contains(line), "missing '{line}' in:\n{out}");
+    }
+    let runs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    for run in runs {
+        let stats = &run["stats"];
+        assert_eq!(stats["dynamic_policy"], run["policy"]);
+        assert!(stats["peak_rss_bytes"].as_u64().unwrap() < (4 << 20) + (64 << 20));
+        assert!(stats["bytes_read"].as_u64().unwrap() > 0);
+    }
+}

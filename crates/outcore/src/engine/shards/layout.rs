@@ -1,0 +1,397 @@
+//! The `shards-P` layout: GraphChi's intervals and shards (Kyrola et al., OSDI 2012, §4;
+//! "Load the Edges You Need" §2, Fig. 1b), derived from the store's `csr-out` on demand.
+//!
+//! ```text
+//! STORE/shards-P/
+//!   intervals        u64 × (P+1): interval j is the dense ids [intervals[j], intervals[j+1])
+//!   shard-J.runs     per run of equal sources: source (4 or 8 bytes, like csr targets), count (u32)
+//!   shard-J.targets  one target per edge (4 or 8 bytes)
+//!   shard-J.weights  one f64 per edge (weighted stores only)
+//!   shard-J.index    u64 × 2(P+1): the run, then the edge, at which the block of sources in
+//!                    interval i starts (i = 0..=P), for the sliding windows
+//! ```
+//! Shard j holds every arc whose target lies in interval j, sorted by source (ties keep the
+//! csr-out order), the source written once per run. Intervals are balanced by in-edge count:
+//! interval j ends at the first vertex where the running in-degree sum reaches (j+1)·|E|/P.
+//!
+//! The builder streams `csr-out` once in ascending source order, so every shard receives its
+//! arcs already sorted; it writes into a temporary directory inside the store and renames it
+//! into place only when complete, then records the layout in the manifest. A directory
+//! `shards-P` without a manifest entry (a build interrupted after the rename) is rebuilt.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::runtime::io::CountingWriter;
+use crate::runtime::{IoCounters, Progress, ProgressUnit};
+use crate::store::csr::target_bytes_for;
+use crate::store::files::sync_dir;
+use crate::store::manifest::{FileEntry, LayoutEntry, Manifest, MANIFEST_FILE};
+use crate::store::{Direction, Store, StoreFile};
+use crate::VertexId;
+
+/// Bytes of one run record: source (4 or 8) and count (u32).
+pub fn run_record_bytes(width: u64) -> u64 {
+    width + 4
+}
+
+/// An opened `shards-P` layout: intervals and per-shard block indexes in memory, files opened.
+#[derive(Debug)]
+pub struct ShardLayout {
+    pub name: String,
+    pub shards: usize,
+    /// Interval boundaries, P+1 dense ids.
+    pub intervals: Vec<VertexId>,
+    /// Width of sources and targets (4 or 8 bytes).
+    pub width: u64,
+    pub weighted: bool,
+    /// Per shard: run index where source interval i's block starts (P+1 entries).
+    pub run_start: Vec<Vec<u64>>,
+    /// Per shard: edge index where source interval i's block starts (P+1 entries).
+    pub edge_start: Vec<Vec<u64>>,
+    pub runs: Vec<StoreFile>,
+    pub targets: Vec<StoreFile>,
+    pub weights: Vec<StoreFile>,
+}
+
+impl ShardLayout {
+    pub fn layout_name(shards: usize) -> String {
+        format!("shards-{shards}")
+    }
+
+    /// The layout with `shards` intervals, built now if the store lacks a valid one.
+    pub fn open_or_build(
+        store: &Store,
+        shards: usize,
+        buffer_bytes: u64,
+        progress: &dyn Progress,
+    ) -> Result<ShardLayout> {
+        if shards == 0 || shards > 1 << 16 {
+            return Err(Error::invalid(format!("the number of shards must be in 1..=65536, got {shards}")));
+        }
+        let name = Self::layout_name(shards);
+        // Read the manifest afresh: another run may have built the layout since the store was opened.
+        let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
+        if manifest.layouts.contains_key(&name) {
+            if let Ok(layout) = Self::open(store, shards, &manifest) {
+                return Ok(layout);
+            }
+        }
+        build(store, shards, buffer_bytes, progress)?;
+        let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
+        Self::open(store, shards, &manifest)
+    }
+
+    fn open(store: &Store, shards: usize, manifest: &Manifest) -> Result<ShardLayout> {
+        let name = Self::layout_name(shards);
+        let entry =
+            manifest.layouts.get(&name).ok_or_else(|| Error::store(store.dir(), format!("{name} is missing")))?;
+        for rel in &entry.files {
+            let want = manifest.files.get(rel).map(|f| f.bytes);
+            let have = std::fs::metadata(store.path(rel)).map(|m| m.len()).ok();
+            if want.is_none() || want != have {
+                return Err(Error::store(store.path(rel), "shard file is missing or has the wrong size"));
+            }
+        }
+        let intervals = crate::store::files::u64s_from_le_bytes(&store.file(&format!("{name}/intervals"))?.read_all()?);
+        if intervals.len() != shards + 1 || intervals[shards] != store.num_vertices() {
+            return Err(Error::store(store.path(&name), "interval file does not match the store"));
+        }
+        let mut run_start = Vec::with_capacity(shards);
+        let mut edge_start = Vec::with_capacity(shards);
+        let (mut runs, mut targets, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+        let weighted = store.is_weighted();
+        for j in 0..shards {
+            let index =
+                crate::store::files::u64s_from_le_bytes(&store.file(&format!("{name}/shard-{j}.index"))?.read_all()?);
+            if index.len() != 2 * (shards + 1) {
+                return Err(Error::store(store.path(&name), format!("shard {j} index has the wrong size")));
+            }
+            run_start.push(index[..shards + 1].to_vec());
+            edge_start.push(index[shards + 1..].to_vec());
+            runs.push(store.file(&format!("{name}/shard-{j}.runs"))?);
+            targets.push(store.file(&format!("{name}/shard-{j}.targets"))?);
+            if weighted {
+                weights.push(store.file(&format!("{name}/shard-{j}.weights"))?);
+            }
+        }
+        Ok(ShardLayout {
+            name,
+            shards,
+            intervals,
+            width: target_bytes_for(store.num_vertices()),
+            weighted,
+            run_start,
+            edge_start,
+            runs,
+            targets,
+            weights,
+        })
+    }
+
+    /// Interval of a vertex (binary search of the boundaries).
+    pub fn interval_of(&self, v: VertexId) -> usize {
+        interval_of(&self.intervals, v)
+    }
+
+    /// Arcs of shard j (the in-edges of interval j).
+    pub fn shard_edges(&self, j: usize) -> u64 {
+        self.edge_start[j][self.shards]
+    }
+
+    /// Arcs of the block of shard `k` whose sources lie in interval `i`.
+    pub fn block_edges(&self, k: usize, i: usize) -> u64 {
+        self.edge_start[k][i + 1] - self.edge_start[k][i]
+    }
+
+    /// In-edges plus out-edges of interval j outside its own shard: the edges one interval's
+    /// step holds in memory.
+    pub fn interval_edges(&self, j: usize) -> u64 {
+        self.shard_edges(j) + (0..self.shards).filter(|&k| k != j).map(|k| self.block_edges(k, j)).sum::<u64>()
+    }
+}
+
+fn interval_of(intervals: &[VertexId], v: VertexId) -> usize {
+    intervals.partition_point(|&start| start <= v) - 1
+}
+
+/// A counted, checksummed, buffered writer of one new layout file.
+pub(crate) struct LayoutFileWriter {
+    path: PathBuf,
+    out: CountingWriter<BufWriter<File>>,
+    hasher: crc32fast::Hasher,
+    bytes: u64,
+}
+
+impl LayoutFileWriter {
+    pub(crate) fn create(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self> {
+        let file = File::create(path).context(|| format!("creating {}", path.display()))?;
+        Ok(LayoutFileWriter {
+            path: path.to_path_buf(),
+            out: CountingWriter::new(BufWriter::with_capacity(buffer_bytes, file), counters),
+            hasher: crc32fast::Hasher::new(),
+            bytes: 0,
+        })
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+        let path = &self.path;
+        self.out.write_all(bytes).context(|| format!("writing {}", path.display()))
+    }
+
+    pub(crate) fn write_uint(&mut self, value: u64, width: u64) -> Result<()> {
+        self.write(&value.to_le_bytes()[..width as usize])
+    }
+
+    pub(crate) fn finish(self, sync: bool) -> Result<FileEntry> {
+        let path = self.path.clone();
+        let file = self
+            .out
+            .into_inner()
+            .into_inner()
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
+        if sync {
+            file.sync_all().context(|| format!("syncing {}", path.display()))?;
+        }
+        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize() })
+    }
+}
+
+/// Interval boundaries balanced by in-degree, streaming the in-offsets in chunks.
+fn balanced_intervals(store: &Store, shards: usize) -> Result<Vec<VertexId>> {
+    let n = store.num_vertices();
+    let arcs = store.num_arcs();
+    let csr_in = store.csr(Direction::In)?;
+    let mut intervals = vec![0u64];
+    let chunk = 1u64 << 17;
+    let mut buf = vec![0u64; (chunk + 1) as usize];
+    let mut first = 0;
+    while first < n && intervals.len() < shards {
+        let count = chunk.min(n - first);
+        csr_in.read_offsets(first, &mut buf[..count as usize + 1])?;
+        for i in 0..count as usize {
+            // Running in-degree sum after vertex first+i.
+            let done = buf[i + 1];
+            let j = intervals.len() as u64;
+            if j < shards as u64 && done * shards as u64 >= j * arcs && first + i as u64 + 1 < n {
+                intervals.push(first + i as u64 + 1);
+                if intervals.len() == shards {
+                    break;
+                }
+            }
+        }
+        first += count;
+    }
+    // Fewer vertices than shards, or an edgeless graph: empty intervals at the end.
+    while intervals.len() < shards {
+        intervals.push(n);
+    }
+    intervals.push(n);
+    Ok(intervals)
+}
+
+/// Builds `shards-P` into a temporary directory and renames it into place.
+fn build(store: &Store, shards: usize, buffer_bytes: u64, progress: &dyn Progress) -> Result<()> {
+    let name = ShardLayout::layout_name(shards);
+    let final_dir = store.path(&name);
+    let tmp = store.temp_dir()?.join(format!("{name}.partial-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).context(|| format!("removing {}", tmp.display()))?;
+    }
+    std::fs::create_dir_all(&tmp).context(|| format!("creating {}", tmp.display()))?;
+    let result = write_layout(store, shards, &tmp, buffer_bytes, progress);
+    let (files, params) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    sync_dir(&tmp).context(|| format!("syncing {}", tmp.display()))?;
+    if final_dir.exists() {
+        // Not in the manifest (or invalid): left by an interrupted build.
+        std::fs::remove_dir_all(&final_dir).context(|| format!("removing {}", final_dir.display()))?;
+    }
+    std::fs::rename(&tmp, &final_dir).context(|| format!("renaming {} into place", tmp.display()))?;
+    sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
+    let bytes = files.iter().map(|(_, e)| e.bytes).sum();
+    let layout = LayoutEntry { files: files.iter().map(|(r, _)| r.clone()).collect(), bytes, params };
+    let mut fresh = Store::open(store.dir())?;
+    fresh.add_layout(&name, layout, files)
+}
+
+type BuiltFiles = (Vec<(String, FileEntry)>, serde_json::Map<String, serde_json::Value>);
+
+fn write_layout(
+    store: &Store,
+    shards: usize,
+    dir: &Path,
+    buffer_bytes: u64,
+    progress: &dyn Progress,
+) -> Result<BuiltFiles> {
+    let name = ShardLayout::layout_name(shards);
+    let counters = store.counters().clone();
+    let n = store.num_vertices();
+    let width = target_bytes_for(n);
+    let intervals = balanced_intervals(store, shards)?;
+    let csr = store.csr(Direction::Out)?;
+    let weighted = store.is_weighted();
+    let files_per_shard = if weighted { 3 } else { 2 };
+    let per_file = (buffer_bytes / (shards as u64 * files_per_shard)).clamp(1 << 10, 1 << 20) as usize;
+    let create = |f: &str| LayoutFileWriter::create(&dir.join(f), per_file, counters.clone());
+    let mut runs = (0..shards).map(|j| create(&format!("shard-{j}.runs"))).collect::<Result<Vec<_>>>()?;
+    let mut targets = (0..shards).map(|j| create(&format!("shard-{j}.targets"))).collect::<Result<Vec<_>>>()?;
+    let mut weights = if weighted {
+        (0..shards).map(|j| create(&format!("shard-{j}.weights"))).collect::<Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    // Per shard: the source of the open run and its count, runs and edges written, and the
+    // block starts (filled up to the interval of the last source seen).
+    let mut open_run: Vec<Option<(VertexId, u32)>> = vec![None; shards];
+    let mut run_count = vec![0u64; shards];
+    let mut edge_count = vec![0u64; shards];
+    let mut run_start: Vec<Vec<u64>> = vec![Vec::with_capacity(shards + 1); shards];
+    let mut edge_start: Vec<Vec<u64>> = vec![Vec::with_capacity(shards + 1); shards];
+
+    let bar = progress.start(&format!("building {name}"), Some(store.num_arcs()), ProgressUnit::Edges);
+    let chunk_vertices = 1u64 << 15;
+    let mut offsets = vec![0u64; chunk_vertices as usize + 1];
+    let mut tgts = Vec::new();
+    let mut wbuf = Vec::new();
+    let mut source_interval = 0usize;
+    let mut first = 0u64;
+    while first < n {
+        let count = chunk_vertices.min(n - first);
+        csr.read_offsets(first, &mut offsets[..count as usize + 1])?;
+        let (e0, e1) = (offsets[0], offsets[count as usize]);
+        // A chunk of vertices may hold a huge adjacency; read its targets in pieces.
+        let mut e = e0;
+        let mut v = first;
+        let mut vi = 0usize;
+        while e < e1 {
+            let piece = (1u64 << 18).min(e1 - e);
+            csr.read_targets(e, piece, &mut tgts)?;
+            if let Some(w) = &csr.weights {
+                wbuf.resize(piece as usize * 8, 0);
+                w.read_exact_at(&mut wbuf, e * 8)?;
+            }
+            for (i, &t) in tgts.iter().enumerate() {
+                let edge = e + i as u64;
+                while offsets[vi + 1] <= edge {
+                    vi += 1;
+                    v += 1;
+                }
+                while source_interval + 1 < shards && intervals[source_interval + 1] <= v {
+                    source_interval += 1;
+                }
+                let k = interval_of(&intervals, t);
+                while run_start[k].len() <= source_interval {
+                    run_start[k].push(run_count[k] + open_run[k].is_some() as u64);
+                    edge_start[k].push(edge_count[k]);
+                }
+                match &mut open_run[k] {
+                    Some((s, c)) if *s == v && *c < u32::MAX => *c += 1,
+                    slot => {
+                        if let Some((s, c)) = slot.take() {
+                            runs[k].write_uint(s, width)?;
+                            runs[k].write(&c.to_le_bytes())?;
+                            run_count[k] += 1;
+                        }
+                        *slot = Some((v, 1));
+                    }
+                }
+                targets[k].write_uint(t, width)?;
+                if weighted {
+                    weights[k].write(&wbuf[i * 8..i * 8 + 8])?;
+                }
+                edge_count[k] += 1;
+            }
+            bar.inc(piece);
+            e += piece;
+        }
+        first += count;
+    }
+    bar.finish();
+    let mut files = Vec::new();
+    let mut intervals_file = create("intervals")?;
+    for &b in &intervals {
+        intervals_file.write(&b.to_le_bytes())?;
+    }
+    files.push((format!("{name}/intervals"), intervals_file.finish(true)?));
+    for (k, ((r, t), w)) in runs
+        .into_iter()
+        .zip(targets)
+        .zip(weights.into_iter().map(Some).chain(std::iter::repeat_with(|| None)))
+        .enumerate()
+    {
+        let mut r = r;
+        if let Some((s, c)) = open_run[k].take() {
+            r.write_uint(s, width)?;
+            r.write(&c.to_le_bytes())?;
+            run_count[k] += 1;
+        }
+        while run_start[k].len() <= shards {
+            run_start[k].push(run_count[k]);
+            edge_start[k].push(edge_count[k]);
+        }
+        let mut index = create(&format!("shard-{k}.index"))?;
+        for &x in run_start[k].iter().chain(&edge_start[k]) {
+            index.write(&x.to_le_bytes())?;
+        }
+        files.push((format!("{name}/shard-{k}.index"), index.finish(true)?));
+        files.push((format!("{name}/shard-{k}.runs"), r.finish(true)?));
+        files.push((format!("{name}/shard-{k}.targets"), t.finish(true)?));
+        if let Some(w) = w {
+            files.push((format!("{name}/shard-{k}.weights"), w.finish(true)?));
+        }
+    }
+    let mut params = serde_json::Map::new();
+    params.insert("shards".into(), shards.into());
+    params.insert("balanced_by".into(), "in-edges".into());
+    Ok((files, params))
+}

@@ -1,0 +1,844 @@
+//! The shards engine (`--engine shards`): GraphChi's parallel sliding windows over shards
+//! (Kyrola et al., OSDI 2012), fully external, with the dynamic shards, delay buffer and
+//! shadow iterations of "Load the Edges You Need" (Vora et al., ATC 2016,
+//! `dynamic-shards-vora-atc16.md` §2–5).
+//!
+//! **Fully external.** Vertex values live in a work file and only the current interval's
+//! vertices are in memory, so graphs whose vertex state exceeds the budget run. The layout
+//! `shards-P` ([`layout`]) splits the vertices into P intervals balanced by in-edge count; P
+//! comes from `--memory` (one interval's in- and out-edges plus its vertices must fit a third
+//! of the budget) unless `--shards P` says otherwise. Edge records (the messages edges carry,
+//! [`edges`]) live in work files beside the shards. Work files go to `STORE/tmp/` and are
+//! removed at the end of the run.
+//!
+//! **A step** (§2, Fig. 2a) visits the intervals in order. For interval j it loads the memory
+//! shard j whole (every in-edge of the interval) and, from every other shard k, the block of
+//! edges whose source lies in j (the sliding window: the interval's out-edges), then
+//! 1. *gather*: each vertex folds with `combine` the messages written to its in-edges in the
+//!    previous step (in source order, like the reference engine);
+//! 2. *apply*, in parallel over the interval's vertices, with the previous iteration's
+//!    context; `apply` says whether the vertex is active;
+//! 3. *scatter*: each active vertex writes `scatter(value, edge)` into its out-edges' records,
+//!    windows in parallel (an edge has one source, so no two threads write one record);
+//! 4. *write-back* of the interval's values and of every loaded record block that changed.
+//!
+//! Step s thus runs apply of iteration s−1 and scatter of iteration s of the reference engine
+//! (`engine/inmem.rs`), with the same results: each record has two message slots selected by
+//! the step's parity ([`edges`]), so messages of step s are read in step s+1 whatever the
+//! order of intervals — the deterministic rule for edges inside an interval too. Programs that
+//! send against edge direction ([`EdgeDirection::Both`], `In`) use a second, backward record
+//! per edge: a vertex's out-edges (its windows) bring the messages its out-neighbours sent
+//! backwards, and it sends backwards along its in-edges (its memory shard) — the in- and
+//! out-windows of PSW give both directions without a second layout.
+//!
+//! **Dynamic shards** ([`policy`]): with `ads` or `ods` a step may load, instead of static
+//! shards, dynamic shards holding only the edges updated with a non-identity message (dirty)
+//! since some step. A missing in-edge is a zero increment (§4); an active vertex with a
+//! missing out-edge sends along the edges present and enters the [`delay::DelayBuffer`];
+//! shadow iterations (Algorithm 1) load the static shards, overlay the dynamic shards built
+//! since the last shadow (later data wins: the record with the newer stamp), send the delayed
+//! messages folded with `combine`, write the static shards back (the checkpoint), build the
+//! next dynamic shards and clear the buffer. Dynamic shards are built at write-back: the dirty
+//! edges of shard k are appended block by block in source-interval order (memory shard k's
+//! blocks 0..=k when interval k is written, then the window block of every later interval),
+//! which keeps each dynamic shard sorted like its static shard.
+//!
+//! Policies need distributive programs (§4.2), declared by
+//! [`VertexProgram::tolerates_delays`]: `apply(v, x, identity())` must leave `x` unchanged and
+//! return false (a dropped edge carries no message), and the messages of a delayed vertex,
+//! folded with `combine`, must equal what the edge would have carried. Other programs (`pr`
+//! needs every in-edge's full value every iteration; BFS levels counted by iteration in `bc`
+//! and `msbfs`) run with `--dynamic off`, which they get by default; asking for more is an
+//! error. With `off` the engine runs every vertex program exactly like the reference engine.
+//!
+//! **Memory.** One interval's edges (topology, positions, records: [`EdgeSection`]) and its
+//! vertices must fit [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
+//! while overlaying; the writers of dynamic shards get an eighth of the budget; the delay
+//! buffer is small by construction (its size triggers shadow iterations). The final values are
+//! read back into the `Vec` the program API returns.
+
+pub mod delay;
+pub mod edges;
+pub mod layout;
+pub mod policy;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde_json::json;
+
+pub use delay::DelayBuffer;
+pub use edges::{DynamicShardSet, DynamicShardWriter, EdgeRecord, EdgeSection, ShardFiles, WorkFile};
+pub use layout::ShardLayout;
+pub use policy::{DynamicPolicy, ShadowSchedule, StepKind, StepOutcome, StepPlan};
+
+use super::{IterationStats, Runner};
+use crate::error::{Error, IoContext, Result};
+use crate::program::{Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
+use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
+use crate::store::Direction;
+use crate::VertexId;
+
+/// Options of the shards engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardsOptions {
+    /// Number of intervals (`--shards`); None: from the budget.
+    pub shards: Option<usize>,
+    /// `--dynamic`; None: `ods` for programs that allow it, `off` for the others.
+    pub dynamic: Option<DynamicPolicy>,
+    /// ODS: the first shadow iteration runs when the share of updated edges falls below this.
+    pub shadow_edge_share: f64,
+    /// ADS/ODS: a shadow iteration runs when the delay buffer exceeds this many bytes.
+    pub delay_buffer_bytes: u64,
+}
+
+impl Default for ShardsOptions {
+    fn default() -> Self {
+        ShardsOptions { shards: None, dynamic: None, shadow_edge_share: 0.30, delay_buffer_bytes: 100 << 10 }
+    }
+}
+
+/// Share of the budget for one interval's edges and vertices (a shadow iteration may hold
+/// as much again while it overlays dynamic shards); the rest is for the writers of dynamic
+/// shards, the delay buffer and the runtime.
+const INTERVAL_SHARE: f64 = 0.3;
+
+/// The policy a program runs with, or why it cannot have the one asked for.
+fn resolve_policy<P: VertexProgram>(options: &ShardsOptions, program: &P) -> Result<(DynamicPolicy, &'static str)> {
+    let distributive = program.tolerates_delays();
+    match options.dynamic {
+        None if distributive => Ok((DynamicPolicy::Ods, "default")),
+        None => Ok((DynamicPolicy::Off, "default for programs that do not tolerate delayed messages")),
+        Some(DynamicPolicy::Off) => Ok((DynamicPolicy::Off, "asked")),
+        Some(p) if distributive => Ok((p, "asked")),
+        Some(p) => Err(Error::invalid(format!(
+            "--dynamic {} needs a program that tolerates delayed messages (accumulative or selective); this one \
+             needs every in-edge each iteration or counts levels by iteration — use --dynamic off (or pr-delta \
+             instead of pr)",
+            p.name()
+        ))),
+    }
+}
+
+/// The run's work directory, removed when dropped.
+struct WorkDir(PathBuf);
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Per-vertex bytes in memory for the current interval.
+fn vertex_bytes<P: VertexProgram>() -> u64 {
+    (2 * std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 16 + 4) as u64
+}
+
+/// Chooses P and opens (or builds) the layout.
+fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<ShardLayout> {
+    let store = runner.store();
+    let options = &runner.options().shards;
+    let budget = runner.options().memory.bytes();
+    let share = (budget as f64 * INTERVAL_SHARE) as u64;
+    let n = store.num_vertices();
+    let per_vertex = vertex_bytes::<P>();
+    let fits = |layout: &ShardLayout| {
+        (0..layout.shards).all(|j| {
+            let vertices = layout.intervals[j + 1] - layout.intervals[j];
+            layout.interval_edges(j) * per_edge + vertices * per_vertex <= share
+        })
+    };
+    let build_buffer = budget / 4;
+    if let Some(p) = options.shards {
+        let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
+        if !fits(&layout) {
+            return Err(Error::MemoryBudget(format!(
+                "with {p} shards an interval's edges and vertices need more than {} ({}% of --memory {}); \
+                 use more shards or leave --shards out",
+                format_size(share),
+                (INTERVAL_SHARE * 100.0) as u32,
+                runner.options().memory
+            )));
+        }
+        return Ok(layout);
+    }
+    // No number of intervals helps when one vertex's edges alone do not fit.
+    let (hub, hub_edges) = busiest_vertex(store)?;
+    let hub_bytes = hub_edges * per_edge + per_vertex;
+    if hub_bytes > share {
+        return Err(Error::MemoryBudget(format!(
+            "vertex {hub} (dense id) has {hub_edges} in- and out-edges, which need {} in one interval, more than {} \
+             ({}% of --memory {}); raise --memory to at least {}",
+            format_size(hub_bytes),
+            format_size(share),
+            (INTERVAL_SHARE * 100.0) as u32,
+            runner.options().memory,
+            format_size((hub_bytes as f64 / INTERVAL_SHARE) as u64 + 1)
+        )));
+    }
+    let total = 2 * store.num_arcs() * per_edge + n * per_vertex;
+    let mut p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
+    loop {
+        // The block index holds P·(P+1) pairs and every step reads P·(P−1) windows.
+        if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
+            return Err(Error::MemoryBudget(format!(
+                "the shards engine would need more than {} intervals for this graph ({} vertices, {} arcs) under \
+                 --memory {}; raise --memory (or force --shards)",
+                p / 2,
+                n,
+                store.num_arcs(),
+                runner.options().memory
+            )));
+        }
+        let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
+        if fits(&layout) {
+            return Ok(layout);
+        }
+        p *= 2;
+    }
+}
+
+/// Most intervals `--memory` may ask for (each step reads P·(P−1) windows).
+const MAX_AUTO_SHARDS: usize = 1024;
+
+/// The vertex with most in- plus out-edges and that number, from the offsets (streamed).
+fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
+    let out = store.csr(Direction::Out)?;
+    let inn = store.csr(Direction::In)?;
+    let n = store.num_vertices();
+    let chunk = 1u64 << 16;
+    let (mut a, mut b) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
+    let (mut best, mut best_edges) = (0, 0);
+    let mut first = 0;
+    while first < n {
+        let count = chunk.min(n - first) as usize;
+        out.read_offsets(first, &mut a[..count + 1])?;
+        inn.read_offsets(first, &mut b[..count + 1])?;
+        for i in 0..count {
+            let edges = a[i + 1] - a[i] + b[i + 1] - b[i];
+            if edges > best_edges {
+                (best, best_edges) = (first + i as u64, edges);
+            }
+        }
+        first += count as u64;
+    }
+    Ok((best, best_edges))
+}
+
+/// Bytes read and written by kind of file, over a step.
+#[derive(Debug, Default, Clone, Copy)]
+struct ByKind {
+    static_read: u64,
+    static_written: u64,
+    dynamic_read: u64,
+    dynamic_written: u64,
+}
+
+/// Runs a vertex program to completion; values in dense-id order.
+pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
+    let (policy, policy_reason) = resolve_policy(&runner.options().shards, program)?;
+    Executor::new(runner, program, policy)?.run(policy_reason)
+}
+
+/// The state of one run.
+struct Executor<'a, P: VertexProgram> {
+    runner: &'a Runner,
+    program: &'a P,
+    policy: DynamicPolicy,
+    layout: ShardLayout,
+    /// Message directions in use: forward (along arcs), backward (against them).
+    dirs: [bool; 2],
+    weights: bool,
+    record: usize,
+    identity: Vec<u8>,
+    work: WorkDir,
+    values: WorkFile,
+    static_records: Vec<[Option<WorkFile>; 2]>,
+    out_offsets: crate::store::CsrLayout,
+    in_offsets: Option<crate::store::CsrLayout>,
+    /// Dynamic shard sets built since the last shadow, oldest first; the last is current.
+    dynamic_sets: Vec<DynamicShardSet>,
+    delay: DelayBuffer<P::Value>,
+    next_set_id: usize,
+}
+
+/// What one interval's processing produced.
+#[derive(Default)]
+struct IntervalOutcome {
+    active: u64,
+    /// Records written in the step (identity messages included).
+    written: u64,
+    edges_loaded: u64,
+    dirty: u64,
+    global: f64,
+}
+
+impl<'a, P: VertexProgram> Executor<'a, P> {
+    fn new(runner: &'a Runner, program: &'a P, policy: DynamicPolicy) -> Result<Self> {
+        let store = runner.store();
+        let info = runner.graph_info();
+        let dirs = match (program.direction(), info.directed) {
+            (EdgeDirection::Out, _) | (_, false) => [true, false],
+            (EdgeDirection::Both, true) => [true, true],
+            (EdgeDirection::In, true) => [false, true],
+        };
+        let weights = program.uses_weights() && info.weighted;
+        let record = edges::record_bytes::<P::Msg>();
+        let per_edge = EdgeSection::bytes_per_edge(weights, record, dirs.iter().filter(|&&d| d).count());
+        let layout = open_layout::<P>(runner, per_edge)?;
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let work = WorkDir(store.temp_dir()?.join(format!("shards-run-{}-{nanos}", std::process::id())));
+        std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
+        let counters = store.counters().clone();
+        let values = WorkFile::create(
+            &work.0.join("values"),
+            info.num_vertices * std::mem::size_of::<P::Value>() as u64,
+            counters.clone(),
+        )?;
+        let mut static_records = Vec::with_capacity(layout.shards);
+        for k in 0..layout.shards {
+            let len = layout.shard_edges(k) * record as u64;
+            let mut pair = [None, None];
+            for (d, name) in ["fwd", "bwd"].iter().enumerate() {
+                if dirs[d] {
+                    pair[d] =
+                        Some(WorkFile::create(&work.0.join(format!("static-{k}.{name}")), len, counters.clone())?);
+                }
+            }
+            static_records.push(pair);
+        }
+        let identity = edges::pod_bytes(&program.identity()).to_vec();
+        Ok(Executor {
+            runner,
+            program,
+            policy,
+            out_offsets: store.csr(Direction::Out)?,
+            in_offsets: if dirs[1] { Some(store.csr(Direction::In)?) } else { None },
+            layout,
+            dirs,
+            weights,
+            record,
+            identity,
+            work,
+            values,
+            static_records,
+            dynamic_sets: Vec::new(),
+            delay: DelayBuffer::new(),
+            next_set_id: 0,
+        })
+    }
+
+    fn run(mut self, policy_reason: &str) -> Result<Vec<P::Value>> {
+        let runner = self.runner;
+        let info = runner.graph_info();
+        let options = runner.options().shards.clone();
+        let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes);
+        runner.record_extra("shards", self.layout.shards.into());
+        runner.record_extra("dynamic_policy", self.policy.name().into());
+        runner.record_extra("dynamic_policy_reason", policy_reason.into());
+        let max = self.program.max_iterations();
+        let bar = runner.progress().start("steps (shards)", max.map(|m| m as u64 + 1), ProgressUnit::Iterations);
+        let total_records = (runner.store().num_arcs() * self.dirs.iter().filter(|&&d| d).count() as u64).max(1);
+        let mut last: Option<StepOutcome> = None;
+        let mut global_sum = 0.0;
+        let mut step = 0usize;
+        let mut shadows = 0usize;
+        loop {
+            runner.cancel_token().check()?;
+            let started = Instant::now();
+            let io_before = runner.io_snapshot();
+            let plan = schedule.plan(step, last.as_ref());
+            let scatter_allowed = max.is_none_or(|m| step < m);
+            let ctx = IterationContext { iteration: step.saturating_sub(1), graph: info, global_sum };
+            let mut writer = match plan.build_since {
+                Some(_) => {
+                    let dir = self.work.0.join(format!("dynamic-{}", self.next_set_id));
+                    self.next_set_id += 1;
+                    Some(DynamicShardWriter::create(
+                        dir,
+                        self.layout.shards,
+                        self.layout.width,
+                        self.weights,
+                        self.dirs,
+                        runner.options().memory.bytes() / 8,
+                        runner.store().counters(),
+                    )?)
+                }
+                None => None,
+            };
+            let delayed_before = self.delay.len();
+            let mut total = IntervalOutcome::default();
+            let mut by_kind = ByKind::default();
+            for j in 0..self.layout.shards {
+                // `global` runs over all vertices in order, like the reference engine's sum.
+                self.interval(step, j, plan, &ctx, scatter_allowed, writer.as_mut(), &mut by_kind, &mut total)?;
+            }
+            global_sum = total.global;
+            let built_edges = writer.as_ref().map(|w| w.edges);
+            if let Some(w) = writer {
+                let set = w.finish(step + 1, runner.store().counters())?;
+                if plan.kind == StepKind::Shadow {
+                    for old in self.dynamic_sets.drain(..) {
+                        old.remove()?;
+                    }
+                }
+                self.dynamic_sets.push(set);
+            } else if plan.kind == StepKind::Dynamic {
+                if let Some(set) = self.dynamic_sets.last_mut() {
+                    set.last_step = step;
+                }
+            }
+            let delivered = if plan.kind == StepKind::Shadow { self.delay.len() } else { 0 };
+            if plan.kind == StepKind::Shadow {
+                self.delay.clear();
+                shadows += 1;
+            }
+            // Delivered delayed messages must be gathered in the next step too.
+            // A step whose active vertices sent nothing (all delayed) leaves nothing to gather,
+            // except for programs that apply to every vertex.
+            let sent = self.program.applies_to_all() || total.written > 0;
+            let scattered = (scatter_allowed && total.active > 0 && sent) || delivered > 0;
+            let outcome = StepOutcome {
+                updated_share: total.dirty as f64 / total_records as f64,
+                delay_bytes: self.delay.bytes(),
+                delayed_vertices: self.delay.len(),
+                scattered,
+            };
+            let io = runner.io_snapshot().since(&io_before);
+            let mut extra = serde_json::Map::new();
+            extra.insert("kind".into(), plan.kind.name().into());
+            extra.insert("static_bytes_read".into(), by_kind.static_read.into());
+            extra.insert("static_bytes_written".into(), by_kind.static_written.into());
+            extra.insert("dynamic_bytes_read".into(), by_kind.dynamic_read.into());
+            extra.insert("dynamic_bytes_written".into(), by_kind.dynamic_written.into());
+            extra.insert("edges_loaded".into(), total.edges_loaded.into());
+            extra.insert("dirty_edges".into(), total.dirty.into());
+            extra.insert(
+                "edge_utilisation".into(),
+                json!(if total.edges_loaded == 0 { 0.0 } else { total.dirty as f64 / total.edges_loaded as f64 }),
+            );
+            extra.insert("delayed_vertices_added".into(), (self.delay.len().saturating_sub(delayed_before)).into());
+            extra.insert("delayed_vertices_delivered".into(), delivered.into());
+            extra.insert("delay_buffer_bytes".into(), self.delay.bytes().into());
+            if let Some(e) = built_edges {
+                extra.insert("dynamic_shard_edges".into(), e.into());
+            }
+            runner.record_iteration(IterationStats {
+                iteration: step,
+                active_vertices: total.active,
+                edges_processed: total.edges_loaded,
+                bytes_read: io.bytes_read,
+                bytes_written: io.bytes_written,
+                seconds: started.elapsed().as_secs_f64(),
+                extra,
+            });
+            bar.inc(1);
+            let stop = step > 0 && self.program.end_iteration(step - 1, total.active) == Control::Stop;
+            last = Some(outcome);
+            step += 1;
+            let pending = !self.delay.is_empty() && max.is_none_or(|m| step < m);
+            if stop || (!scattered && !pending) {
+                break;
+            }
+        }
+        bar.finish();
+        runner.record_extra("shadow_iterations", shadows.into());
+        runner.record_extra("engine_peak_rss_bytes", peak_rss_bytes().into());
+        for set in self.dynamic_sets.drain(..) {
+            set.remove()?;
+        }
+        self.read_all_values()
+    }
+
+    /// Reads every vertex value back (the result).
+    fn read_all_values(&self) -> Result<Vec<P::Value>> {
+        let n = self.runner.graph_info().num_vertices as usize;
+        let size = std::mem::size_of::<P::Value>();
+        let mut out = Vec::with_capacity(n);
+        let chunk = (1usize << 20) / size.max(1) + 1;
+        let mut buf = Vec::new();
+        let mut first = 0;
+        while first < n {
+            let count = chunk.min(n - first);
+            buf.resize(count * size, 0);
+            self.values.read_at(&mut buf, (first * size) as u64)?;
+            out.extend(buf.chunks_exact(size).map(edges::pod_read::<P::Value>));
+            first += count;
+        }
+        Ok(out)
+    }
+
+    /// Loads blocks `[first, end)` of shard `k` for a step of the given kind.
+    fn load(&self, kind: StepKind, k: usize, first: usize, end: usize, by_kind: &mut ByKind) -> Result<EdgeSection> {
+        let before = self.runner.io_snapshot();
+        let section = match kind {
+            StepKind::Static | StepKind::Shadow => {
+                let files = self.static_files(k);
+                let mut section = files.load(first, end)?;
+                by_kind.static_read += self.runner.io_snapshot().since(&before).bytes_read;
+                if kind == StepKind::Shadow {
+                    self.overlay(&mut section, k, first, end, by_kind)?;
+                }
+                section
+            }
+            StepKind::Dynamic => match self.dynamic_sets.last() {
+                Some(set) => {
+                    let s = ShardFiles::dynamic_shard(set, k, self.layout.width, self.record).load(first, end)?;
+                    by_kind.dynamic_read += self.runner.io_snapshot().since(&before).bytes_read;
+                    s
+                }
+                None => unreachable!("a dynamic step always follows the building of a dynamic shard set"),
+            },
+        };
+        Ok(section)
+    }
+
+    fn static_files(&self, k: usize) -> ShardFiles<'_> {
+        let [f, b] = &self.static_records[k];
+        ShardFiles::static_shard(&self.layout, k, [f.as_ref(), b.as_ref()], self.weights, self.record)
+    }
+
+    /// Shadow iterations (Algorithm 1, LOAD-ALL-SHARDS): overlays the dynamic shards built
+    /// since the last shadow onto a static section; the newer record of an edge wins.
+    fn overlay(
+        &self,
+        section: &mut EdgeSection,
+        k: usize,
+        first: usize,
+        end: usize,
+        by_kind: &mut ByKind,
+    ) -> Result<()> {
+        let msg = std::mem::size_of::<P::Msg>();
+        let r = self.record;
+        let base_step = self.dynamic_sets.first().map_or(0, |s| s.first_step.saturating_sub(1));
+        section.last_present = vec![base_step as u32; section.len()];
+        for set in &self.dynamic_sets {
+            let before = self.runner.io_snapshot();
+            let ds = ShardFiles::dynamic_shard(set, k, self.layout.width, self.record).load(first, end)?;
+            by_kind.dynamic_read += self.runner.io_snapshot().since(&before).bytes_read;
+            for e in 0..ds.len() {
+                let pos = (ds.static_index[e] - section.first_edge) as usize;
+                section.last_present[pos] = section.last_present[pos].max(set.last_step as u32);
+                for d in 0..2 {
+                    if !self.dirs[d] {
+                        continue;
+                    }
+                    let newer = &ds.records[d][e * r..(e + 1) * r];
+                    let old = &mut section.records[d][pos * r..(pos + 1) * r];
+                    if EdgeRecord::last_stamp(newer, msg) > EdgeRecord::last_stamp(old, msg) {
+                        old.copy_from_slice(newer);
+                        section.mark_edge(pos);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a section back where a step of this kind loaded it from.
+    fn write_back(&self, kind: StepKind, k: usize, section: &EdgeSection, by_kind: &mut ByKind) -> Result<()> {
+        if !section.is_modified() {
+            return Ok(());
+        }
+        let before = self.runner.io_snapshot();
+        match kind {
+            StepKind::Static | StepKind::Shadow => {
+                self.static_files(k).write_back(section)?;
+                by_kind.static_written += self.runner.io_snapshot().since(&before).bytes_written;
+            }
+            StepKind::Dynamic => {
+                let set = self.dynamic_sets.last().expect("dynamic step without dynamic shards");
+                ShardFiles::dynamic_shard(set, k, self.layout.width, self.record).write_back(section)?;
+                by_kind.dynamic_written += self.runner.io_snapshot().since(&before).bytes_written;
+            }
+        }
+        Ok(())
+    }
+
+    /// One interval of one step: load, gather, apply, scatter (and deliver delayed messages in
+    /// shadow iterations), write back, append dirty edges to the next dynamic shards.
+    #[allow(clippy::too_many_arguments)]
+    fn interval(
+        &mut self,
+        step: usize,
+        j: usize,
+        plan: StepPlan,
+        ctx: &IterationContext,
+        scatter_allowed: bool,
+        writer: Option<&mut DynamicShardWriter>,
+        by_kind: &mut ByKind,
+        total: &mut IntervalOutcome,
+    ) -> Result<()> {
+        let program = self.program;
+        let info = ctx.graph;
+        let p = self.layout.shards;
+        let (v0, v1) = (self.layout.intervals[j], self.layout.intervals[j + 1]);
+        let len = (v1 - v0) as usize;
+        let vsize = std::mem::size_of::<P::Value>();
+        let msg = std::mem::size_of::<P::Msg>();
+        let r = self.record;
+
+        // Vertex values and degrees of the interval.
+        let mut values: Vec<P::Value> = if step == 0 {
+            (v0..v1).map(|v| program.init(v, &info)).collect()
+        } else {
+            let mut buf = vec![0u8; len * vsize];
+            self.values.read_at(&mut buf, v0 * vsize as u64)?;
+            buf.chunks_exact(vsize.max(1)).take(len).map(edges::pod_read::<P::Value>).collect()
+        };
+        let degrees = |csr: &crate::store::CsrLayout| -> Result<Vec<u64>> {
+            let mut offsets = vec![0u64; len + 1];
+            csr.read_offsets(v0, &mut offsets)?;
+            Ok(offsets.windows(2).map(|w| w[1] - w[0]).collect())
+        };
+        let out_degree = degrees(&self.out_offsets)?;
+        let in_degree = match &self.in_offsets {
+            Some(csr) => degrees(csr)?,
+            None => Vec::new(),
+        };
+
+        // Memory shard j (all blocks) and the windows of the other shards (block j).
+        let mut memory = self.load(plan.kind, j, 0, p, by_kind)?;
+        let mut windows: Vec<(usize, EdgeSection)> = Vec::with_capacity(p.saturating_sub(1));
+        for k in (0..p).filter(|&k| k != j) {
+            windows.push((k, self.load(plan.kind, k, j, j + 1, by_kind)?));
+        }
+        let edges_loaded = memory.len() as u64 + windows.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
+
+        // Gather the previous step's messages: forward ones on in-edges, backward ones on
+        // out-edges (the windows and the memory shard's own block).
+        let mut acc = vec![program.identity(); len];
+        let mut received = vec![false; len];
+        if step > 0 {
+            if self.dirs[0] {
+                for e in 0..memory.len() {
+                    if let Some(m) = EdgeRecord::read::<P::Msg>(&memory.records[0][e * r..(e + 1) * r], step - 1) {
+                        let t = (memory.targets[e] - v0) as usize;
+                        acc[t] = program.combine(acc[t], m);
+                        received[t] = true;
+                    }
+                }
+            }
+            if self.dirs[1] {
+                let own = std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w));
+                for section in own {
+                    for e in section.block(j) {
+                        if let Some(m) = EdgeRecord::read::<P::Msg>(&section.records[1][e * r..(e + 1) * r], step - 1) {
+                            let s = (section.sources[e] - v0) as usize;
+                            acc[s] = program.combine(acc[s], m);
+                            received[s] = true;
+                        }
+                    }
+                }
+            }
+        }
+
+        // Apply, in parallel over the interval's vertices.
+        let active: Vec<bool> = if step == 0 {
+            (v0..v1).map(|v| program.initially_active(v, &info)).collect()
+        } else {
+            let all = program.applies_to_all();
+            values
+                .par_iter_mut()
+                .zip(acc.par_iter().zip(received.par_iter()))
+                .enumerate()
+                .map(|(i, (value, (&m, &got)))| (all || got) && program.apply(v0 + i as u64, value, m, ctx))
+                .collect()
+        };
+        drop(acc);
+        drop(received);
+        let active_count = active.iter().filter(|&&a| a).count() as u64;
+        for (i, (x, &d)) in values.iter().zip(&out_degree).enumerate() {
+            total.global += program.global_contribution(v0 + i as u64, x, d);
+        }
+
+        // Scatter of active vertices along the edges present.
+        let sending = scatter_allowed && active_count > 0;
+        let weight_of = |s: &EdgeSection, e: usize| if s.weights.is_empty() { 1.0 } else { s.weights[e] };
+        if sending {
+            let scatter_forward = |section: &mut EdgeSection| {
+                let range = section.block(j);
+                let mut wrote = false;
+                for e in range {
+                    let src = section.sources[e];
+                    if !active[(src - v0) as usize] {
+                        continue;
+                    }
+                    let edge = EdgeRef {
+                        source: src,
+                        target: section.targets[e],
+                        weight: weight_of(section, e),
+                        source_out_degree: out_degree[(src - v0) as usize],
+                    };
+                    if let Some(m) = program.scatter(&values[(src - v0) as usize], edge) {
+                        EdgeRecord::write(&mut section.records[0][e * r..(e + 1) * r], step, &m);
+                        wrote = true;
+                    }
+                }
+                if wrote {
+                    section.mark_block(j);
+                }
+            };
+            if self.dirs[0] {
+                windows.par_iter_mut().for_each(|(_, w)| scatter_forward(w));
+                scatter_forward(&mut memory);
+            }
+            if self.dirs[1] {
+                for block in 0..p {
+                    let mut wrote = false;
+                    for e in memory.block(block) {
+                        let t = memory.targets[e];
+                        if !active[(t - v0) as usize] {
+                            continue;
+                        }
+                        let edge = EdgeRef {
+                            source: t,
+                            target: memory.sources[e],
+                            weight: weight_of(&memory, e),
+                            source_out_degree: out_degree[(t - v0) as usize],
+                        };
+                        if let Some(m) = program.scatter(&values[(t - v0) as usize], edge) {
+                            EdgeRecord::write(&mut memory.records[1][e * r..(e + 1) * r], step, &m);
+                            wrote = true;
+                        }
+                    }
+                    if wrote {
+                        memory.mark_block(block);
+                    }
+                }
+            }
+            // Active vertices lacking an edge on a dynamic shard wait in the delay buffer.
+            if plan.kind == StepKind::Dynamic {
+                let mut present = vec![0u64; len];
+                if self.dirs[0] {
+                    for section in std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w)) {
+                        for e in section.block(j) {
+                            present[(section.sources[e] - v0) as usize] += 1;
+                        }
+                    }
+                }
+                if self.dirs[1] {
+                    for &t in &memory.targets {
+                        present[(t - v0) as usize] += 1;
+                    }
+                }
+                for i in 0..len {
+                    let needed =
+                        if self.dirs[0] { out_degree[i] } else { 0 } + if self.dirs[1] { in_degree[i] } else { 0 };
+                    if active[i] && present[i] < needed {
+                        self.delay.push(step, v0 + i as u64, values[i]);
+                    }
+                }
+            }
+        }
+
+        // Shadow iterations deliver the delayed messages of the interval's vertices along the
+        // edges that were missing when they were delayed, folded with `combine`.
+        if plan.kind == StepKind::Shadow && !self.delay.is_empty() {
+            let delayed = self.delay.entries_in(v0, v1);
+            let mut slot_of = vec![usize::MAX; len];
+            for (idx, (v, _)) in delayed.iter().enumerate() {
+                slot_of[(v - v0) as usize] = idx;
+            }
+            let deliver = |section: &mut EdgeSection, d: usize, e: usize, from: VertexId, to: VertexId| {
+                let idx = slot_of[(from - v0) as usize];
+                if idx == usize::MAX {
+                    return;
+                }
+                let present_until = section.last_present[e] as usize;
+                let edge = EdgeRef {
+                    source: from,
+                    target: to,
+                    weight: weight_of(section, e),
+                    source_out_degree: out_degree[(from - v0) as usize],
+                };
+                let mut folded: Option<P::Msg> = None;
+                for (t, value) in delayed[idx].1.iter().filter(|(t, _)| *t > present_until) {
+                    let _ = t;
+                    if let Some(m) = program.scatter(value, edge) {
+                        folded = Some(folded.map_or(m, |f| program.combine(f, m)));
+                    }
+                }
+                if let Some(m) = folded {
+                    let rec = &mut section.records[d][e * r..(e + 1) * r];
+                    let m = EdgeRecord::read::<P::Msg>(rec, step).map_or(m, |now| program.combine(now, m));
+                    EdgeRecord::write(rec, step, &m);
+                    section.mark_edge(e);
+                }
+            };
+            if self.dirs[0] {
+                for section in std::iter::once(&mut memory).chain(windows.iter_mut().map(|(_, w)| w)) {
+                    for e in section.block(j) {
+                        let (s, t) = (section.sources[e], section.targets[e]);
+                        deliver(section, 0, e, s, t);
+                    }
+                }
+            }
+            if self.dirs[1] {
+                for e in 0..memory.len() {
+                    let (s, t) = (memory.sources[e], memory.targets[e]);
+                    deliver(&mut memory, 1, e, t, s);
+                }
+            }
+        }
+
+        // Records written in this step, and the dirty ones among them (non-identity message).
+        let (mut written, mut dirty) = (0u64, 0u64);
+        if sending || plan.kind == StepKind::Shadow {
+            let mut count = |section: &EdgeSection, range: std::ops::Range<usize>, d: usize| {
+                for e in range {
+                    let rec = &section.records[d][e * r..(e + 1) * r];
+                    if EdgeRecord::read::<P::Msg>(rec, step).is_some() {
+                        written += 1;
+                        dirty += EdgeRecord::dirty_since(rec, msg, step, &self.identity) as u64;
+                    }
+                }
+            };
+            if self.dirs[0] {
+                for section in std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w)) {
+                    count(section, section.block(j), 0);
+                }
+            }
+            if self.dirs[1] {
+                count(&memory, 0..memory.len(), 1);
+            }
+        }
+
+        // Write back values and changed records.
+        let mut bytes = Vec::with_capacity(len * vsize);
+        for x in &values {
+            bytes.extend_from_slice(edges::pod_bytes(x));
+        }
+        self.values.write_at(&bytes, v0 * vsize as u64)?;
+        drop(bytes);
+        self.write_back(plan.kind, j, &memory, by_kind)?;
+        for (k, w) in &windows {
+            self.write_back(plan.kind, *k, w, by_kind)?;
+        }
+
+        // Append the dirty edges whose updates are all known by now to the next dynamic shards.
+        if let (Some(writer), Some(since)) = (writer, plan.build_since) {
+            let before = self.runner.io_snapshot();
+            let dirs = self.dirs;
+            let identity = &self.identity;
+            let keep = |section: &EdgeSection, e: usize| {
+                (0..2).any(|d| {
+                    dirs[d] && EdgeRecord::dirty_since(&section.records[d][e * r..(e + 1) * r], msg, since, identity)
+                })
+            };
+            for block in 0..=j {
+                writer.append_block(j, &memory, block, r, |e| keep(&memory, e))?;
+            }
+            for (k, w) in windows.iter().filter(|(k, _)| *k < j) {
+                writer.append_block(*k, w, j, r, |e| keep(w, e))?;
+            }
+            by_kind.dynamic_written += self.runner.io_snapshot().since(&before).bytes_written;
+        }
+        total.active += if scatter_allowed { active_count } else { 0 };
+        total.edges_loaded += edges_loaded;
+        total.dirty += dirty;
+        total.written += written;
+        Ok(())
+    }
+}

@@ -1,0 +1,373 @@
+//! The shards engine against the in-memory reference engine: every vertex-program algorithm
+//! under `--dynamic off|ads|ods` on a directed RMAT and an undirected Erdős–Rényi graph with
+//! budgets that force many intervals, the Graphalytics validation graphs, the `shards-P`
+//! layout itself, the paper's u → v → w delay case (Table 2), and a run whose vertex values
+//! alone exceed the budget. Figures are bytes and counters, never times.
+
+mod inmem_support;
+
+use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
+use outcore::engine::shards::{DynamicPolicy, ShardFiles, ShardLayout, ShardsOptions};
+use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::{Direction, Store};
+use outcore::Error;
+
+struct TestGraph {
+    name: &'static str,
+    _dir: tempfile::TempDir,
+    store: Store,
+    source: String,
+    sources: Vec<String>,
+}
+
+fn graph<G: EdgeGenerator + 'static>(name: &'static str, generator: G, undirected: bool) -> TestGraph {
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        ImportOptions { undirected: Some(undirected), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let (store, _) =
+        generate_into_store(generator, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    let offsets = store.csr(Direction::Out).unwrap().load().unwrap().offsets;
+    let busiest = (0..store.num_vertices()).max_by_key(|&v| offsets[v as usize + 1] - offsets[v as usize]).unwrap();
+    let ids = store.ids().unwrap();
+    let n = store.num_vertices();
+    let original = |d: u64| ids.original(d).unwrap().to_string();
+    let sources = vec![original(busiest), original(0), original(n / 3), original(n - 1)];
+    TestGraph { name, _dir: dir, source: original(busiest), sources, store }
+}
+
+/// Graph500 RMAT, scale 10, edge factor 8, directed, weighted.
+fn rmat_graph() -> TestGraph {
+    let config = RmatConfig { scale: 10, edge_factor: 8, seed: 7, weights: true, ..RmatConfig::default() };
+    graph("rmat-10", Rmat::new(config).unwrap(), false)
+}
+
+/// G(1000, 6000), undirected, weighted.
+fn er_graph() -> TestGraph {
+    let config = ErdosRenyiConfig { vertices: 1000, edges: 6000, seed: 11, self_loops: true, weights: true };
+    graph("er-1000", ErdosRenyi::new(config).unwrap(), true)
+}
+
+fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
+    let mut p = AlgorithmParams::default();
+    match algorithm {
+        "bfs" | "sssp" => p.source = Some(g.source.clone()),
+        "mssp" | "bc" | "heat" | "bp" => p.sources = g.sources.clone(),
+        "pr" => p.iterations = Some(10),
+        "bp" => p.iterations = Some(20),
+        // Looser than the defaults (1e-9) to keep the test fast; the bounds below follow.
+        "pr-delta" | "heat" => p.tolerance = Some(1e-6),
+        _ => {}
+    }
+    p
+}
+
+fn shards_options(memory: u64, shards: Option<usize>, dynamic: Option<DynamicPolicy>) -> RunOptions {
+    RunOptions {
+        engine: EngineKind::Shards,
+        memory: MemoryBudget::new(memory),
+        // A small delay-buffer limit so that the tests see several shadow iterations.
+        shards: ShardsOptions { shards, dynamic, delay_buffer_bytes: 2 << 10, ..ShardsOptions::default() },
+        ..RunOptions::default()
+    }
+}
+
+fn run(
+    store: &Store,
+    options: RunOptions,
+    algorithm: &str,
+    p: &AlgorithmParams,
+) -> outcore::Result<(AlgorithmResult, RunStats)> {
+    let runner = Runner::new(store, options);
+    let result = run_algorithm(&runner, algorithm, p)?;
+    Ok((result, runner.finish(algorithm)))
+}
+
+fn inmem(store: &Store, algorithm: &str, p: &AlgorithmParams) -> AlgorithmResult {
+    let options =
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() };
+    run(store, options, algorithm, p).unwrap().0
+}
+
+/// Exact equality for selective programs; pr and bc relative 1e-9; pr-delta and heat: both
+/// runs end within their tolerance's bound (L1) of the fixed point; bp within 1e-4.
+fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResult, what: &str) {
+    assert_eq!(expected.columns.len(), got.columns.len(), "{what}");
+    for ((en, ec), (gn, gc)) in expected.columns.iter().zip(&got.columns) {
+        assert_eq!(en, gn, "{what}");
+        match (ec, gc) {
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr" || algorithm == "bc" => {
+                for (v, (a, b)) in e.iter().zip(g).enumerate() {
+                    assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-15, "{what}: vertex {v}: {a} vs {b}");
+                }
+            }
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr-delta" => {
+                let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
+                assert!(l1 <= 2.0 * 1e-6 * 0.85 / 0.15, "{what}: L1 distance {l1}");
+            }
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "heat" => {
+                // Every vertex ends with at most tolerance (1e-6) unpassed and α = 0.5, so each
+                // run is within n·tolerance (L1) of the steady state.
+                let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
+                assert!(l1 <= 2.0 * 1e-6 * e.len() as f64, "{what}: L1 distance {l1}");
+            }
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "bp" => {
+                for (v, (a, b)) in e.iter().zip(g).enumerate() {
+                    assert!((a - b).abs() <= 1e-4, "{what}: vertex {v}: {a} vs {b}");
+                }
+            }
+            _ => assert!(ec == gc, "{what}: column {en} differs"),
+        }
+    }
+}
+
+fn extra_str(stats: &RunStats, key: &str) -> Vec<String> {
+    stats.per_iteration.iter().map(|i| i.extra.get(key).and_then(|v| v.as_str()).unwrap_or("").to_string()).collect()
+}
+
+fn extra_u64(stats: &RunStats, key: &str) -> Vec<u64> {
+    stats.per_iteration.iter().map(|i| i.extra.get(key).and_then(|v| v.as_u64()).unwrap_or(0)).collect()
+}
+
+#[test]
+fn every_algorithm_equals_inmem_under_each_policy_with_many_shards_on_rmat() {
+    every_algorithm_equals_inmem(rmat_graph());
+}
+
+#[test]
+fn every_algorithm_equals_inmem_under_each_policy_with_many_shards_on_erdos_renyi() {
+    every_algorithm_equals_inmem(er_graph());
+}
+
+fn every_algorithm_equals_inmem(g: TestGraph) {
+    {
+        for algorithm in ["pr-delta", "heat", "bp", "sssp", "wcc", "mssp", "bfs", "pr", "bc"] {
+            let p = params(&g, algorithm);
+            let expected = inmem(&g.store, algorithm, &p);
+            let policies: &[Option<DynamicPolicy>] = if matches!(algorithm, "pr" | "bc") {
+                &[None]
+            } else {
+                &[Some(DynamicPolicy::Off), Some(DynamicPolicy::Ads), Some(DynamicPolicy::Ods)]
+            };
+            for &policy in policies {
+                let what = format!("{} {algorithm} {policy:?}", g.name);
+                let (got, stats) = run(&g.store, shards_options(512 << 10, None, policy), algorithm, &p).unwrap();
+                let shards = stats.extra["shards"].as_u64().unwrap();
+                assert!(shards >= 8, "{what}: the budget must force many intervals, got {shards}");
+                assert_same(algorithm, &expected, &got, &what);
+                assert_eq!(stats.engine, "shards");
+                if policy == Some(DynamicPolicy::Off) || policy.is_none() {
+                    assert!(extra_str(&stats, "kind").iter().all(|k| k == "static"), "{what}");
+                }
+                if algorithm == "pr-delta" && policy != Some(DynamicPolicy::Off) {
+                    let kinds = extra_str(&stats, "kind");
+                    assert!(kinds.iter().any(|k| k == "dynamic"), "{what}: no dynamic step in {kinds:?}");
+                    assert!(kinds.iter().any(|k| k == "shadow"), "{what}: no shadow step in {kinds:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
+    let g = rmat_graph();
+    let p = params(&g, "pr-delta");
+    let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
+    options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
+    let (_, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+    let kinds = extra_str(&stats, "kind");
+    let loaded = extra_u64(&stats, "edges_loaded");
+    let static_loaded = loaded[kinds.iter().position(|k| k == "static").unwrap()];
+    assert_eq!(static_loaded, loaded[kinds.iter().position(|k| k == "shadow").unwrap()]);
+    let dynamic: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "dynamic").collect();
+    assert!(!dynamic.is_empty(), "{kinds:?}");
+    for &i in &dynamic {
+        assert!(loaded[i] < static_loaded, "step {i}: {} of {static_loaded} edges", loaded[i]);
+        let it = &stats.per_iteration[i];
+        assert!(it.bytes_read < stats.per_iteration[0].bytes_read, "step {i} read {}", it.bytes_read);
+        assert_eq!(it.extra["static_bytes_read"], 0, "dynamic steps read no static shard");
+    }
+    // The first dynamic shards hold the edges updated in the two steps up to the first shadow.
+    let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
+    let built = stats.per_iteration[first_shadow].extra["dynamic_shard_edges"].as_u64().unwrap();
+    let dirty = extra_u64(&stats, "dirty_edges");
+    assert!(built >= dirty[first_shadow].max(dirty[first_shadow - 1]), "{built} edges built");
+    assert!(built <= dirty[first_shadow] + dirty[first_shadow - 1]);
+}
+
+#[test]
+fn graphalytics_validation_passes_on_the_shards_engine() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graphalytics");
+    for policy in [DynamicPolicy::Off, DynamicPolicy::Ads, DynamicPolicy::Ods] {
+        let work = tempfile::tempdir().unwrap();
+        let options = shards_options(1 << 20, Some(8), Some(policy));
+        let report = outcore::validate::validate_graphalytics(&data, &options, work.path(), &NoProgress).unwrap();
+        let ours: Vec<_> =
+            report.rows.iter().filter(|r| matches!(r.algorithm.as_str(), "bfs" | "sssp" | "wcc")).collect();
+        assert_eq!(ours.len(), 12, "{report}");
+        for row in &ours {
+            assert!(row.passed, "{} {} ({}): {:?}", row.graph, row.algorithm, policy.name(), row.mismatch);
+            assert_eq!(row.engine, "shards");
+        }
+        // pr applies to every vertex each iteration: it needs --dynamic off.
+        for row in report.rows.iter().filter(|r| r.algorithm == "pr") {
+            assert_eq!(row.passed, policy == DynamicPolicy::Off, "{row:?}");
+        }
+    }
+}
+
+#[test]
+fn layout_holds_every_arc_once_sorted_by_source_in_its_interval_and_is_reused() {
+    let g = rmat_graph();
+    let layout = ShardLayout::open_or_build(&g.store, 8, 1 << 20, &NoProgress).unwrap();
+    let csr = g.store.csr(Direction::Out).unwrap().load().unwrap();
+    let mut arcs: Vec<(u64, u64, u64)> = Vec::new();
+    for j in 0..8 {
+        let section = ShardFiles::static_shard(&layout, j, [None, None], true, 24).load(0, 8).unwrap();
+        assert!(section.sources.windows(2).all(|w| w[0] <= w[1]), "shard {j} sorted by source");
+        for e in 0..section.len() {
+            assert_eq!(layout.interval_of(section.targets[e]), j, "target in the shard's interval");
+        }
+        for i in 0..8 {
+            for e in section.block(i) {
+                assert_eq!(layout.interval_of(section.sources[e]), i, "block {i} of shard {j}");
+            }
+        }
+        arcs.extend((0..section.len()).map(|e| (section.sources[e], section.targets[e], section.weights[e].to_bits())));
+    }
+    let mut want: Vec<(u64, u64, u64)> = Vec::new();
+    for v in 0..csr.num_vertices() {
+        for (&t, &w) in csr.neighbors(v).iter().zip(csr.weights_of(v).unwrap()) {
+            want.push((v, t, w.to_bits()));
+        }
+    }
+    arcs.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(arcs, want);
+    // Balanced by in-edges: no interval holds more than twice its share (plus one hub).
+    let share = g.store.num_arcs() / 8;
+    for j in 0..8 {
+        assert!(layout.shard_edges(j) <= 2 * share + 2000, "shard {j}: {} edges", layout.shard_edges(j));
+    }
+    // Built once: a run with the same P finds it in the manifest and reads, not writes, it.
+    let before = std::fs::metadata(g.store.path("shards-8/intervals")).unwrap().modified().unwrap();
+    let (_, stats) =
+        run(&g.store, shards_options(64 << 20, Some(8), None), "wcc", &AlgorithmParams::default()).unwrap();
+    assert_eq!(stats.extra["shards"], 8);
+    assert_eq!(std::fs::metadata(g.store.path("shards-8/intervals")).unwrap().modified().unwrap(), before);
+    // No run files are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(g.store.path("tmp")).unwrap().collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A delta program that halves what it passes on: value += m, send m/2, active while m ≥ eps.
+/// Values are sums of powers of two, so every order of summation gives the same bits.
+struct Halving;
+
+impl VertexProgram for Halving {
+    type Value = (f64, f64);
+    type Msg = f64;
+
+    fn message_kind(&self) -> MessageKind {
+        MessageKind::Delta
+    }
+    fn init(&self, v: u64, _: &GraphInfo) -> (f64, f64) {
+        if v == 0 {
+            (1.0, 1.0)
+        } else {
+            (0.0, 0.0)
+        }
+    }
+    fn initially_active(&self, v: u64, _: &GraphInfo) -> bool {
+        v == 0
+    }
+    fn scatter(&self, value: &(f64, f64), _: EdgeRef) -> Option<f64> {
+        Some(value.1 / 2.0)
+    }
+    fn combine(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn identity(&self) -> f64 {
+        0.0
+    }
+    fn apply(&self, _: u64, value: &mut (f64, f64), m: f64, _: &IterationContext) -> bool {
+        value.0 += m;
+        value.1 = m;
+        m >= 1.0 / 1024.0
+    }
+}
+
+#[test]
+fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_folded_message() {
+    // x → x, x → v, v → w (dense ids 0, 1, 2): x keeps sending to v; v's edge to w was never
+    // written, so it is missing from every dynamic shard (the paper's u → v → w, Table 2).
+    let dir = tempfile::tempdir().unwrap();
+    let edges = [(0, 0, 1.0), (0, 1, 1.0), (1, 2, 1.0)];
+    let store = inmem_support::store(dir.path(), 3, &edges, true, false);
+    let reference = Runner::new(
+        &store,
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() },
+    );
+    let want = reference.run_vertex_program(&Halving).unwrap();
+    for policy in [DynamicPolicy::Ads, DynamicPolicy::Ods] {
+        let mut options = shards_options(64 << 20, Some(3), Some(policy));
+        // Shadow iterations only when nothing else is left, so v is delayed several times.
+        options.shards.delay_buffer_bytes = 1 << 20;
+        options.shards.shadow_edge_share = 0.9;
+        let runner = Runner::new(&store, options);
+        let got = runner.run_vertex_program(&Halving).unwrap();
+        let stats = runner.finish("halving");
+        // Totals are sums of powers of two: equal bits in any order. (The last increment of
+        // w differs by design: delayed messages arrive folded.)
+        let totals = |x: &[(f64, f64)]| x.iter().map(|v| v.0).collect::<Vec<_>>();
+        assert_eq!(totals(&got), totals(&want), "{policy:?}");
+        if policy == DynamicPolicy::Ods {
+            // ODS builds its dynamic shards in a shadow iteration in which v also sent along
+            // v → w, so nothing is missing here; ADS drops v → w from the first dynamic shards.
+            continue;
+        }
+        let kinds = extra_str(&stats, "kind");
+        let added = extra_u64(&stats, "delayed_vertices_added");
+        let delivered = extra_u64(&stats, "delayed_vertices_delivered");
+        let shadow = kinds.iter().rposition(|k| k == "shadow").unwrap();
+        assert!(
+            delivered[shadow] >= 2,
+            "{policy:?}: v entered the buffer more than once: {kinds:?} {added:?} {delivered:?}"
+        );
+        let before: u64 = added[..shadow].iter().sum();
+        assert_eq!(before, delivered[shadow], "{policy:?}: every delayed entry is delivered");
+        assert!(got[2].0 > 0.0, "w received v's folded message");
+    }
+}
+
+#[test]
+fn vertex_values_larger_than_the_budget_run_fully_external() {
+    // 30 000 vertices of 24 bytes of pr-delta state (720 KB) under a 512 KiB budget.
+    let config = ErdosRenyiConfig { vertices: 30_000, edges: 45_000, seed: 5, self_loops: false, weights: false };
+    let g = graph("er-30000", ErdosRenyi::new(config).unwrap(), false);
+    let p = AlgorithmParams { tolerance: Some(1e-6), ..AlgorithmParams::default() };
+    let expected = inmem(&g.store, "pr-delta", &p);
+    let (got, stats) =
+        run(&g.store, shards_options(512 << 10, None, Some(DynamicPolicy::Ods)), "pr-delta", &p).unwrap();
+    assert!(g.store.num_vertices() * 24 > 512 << 10);
+    assert!(stats.extra["shards"].as_u64().unwrap() >= 8);
+    let (ValueColumn::Float(e), ValueColumn::Float(o)) = (&expected.columns[0].1, &got.columns[0].1) else {
+        panic!("float columns")
+    };
+    let l1: f64 = e.iter().zip(o).map(|(a, b)| (a - b).abs()).sum();
+    assert!(l1 <= 2.0 * 1e-6 * 0.85 / 0.15, "L1 distance {l1}");
+}
+
+#[test]
+fn dynamic_policies_are_refused_for_programs_that_apply_to_every_vertex() {
+    let g = er_graph();
+    let p = params(&g, "pr");
+    let err = run(&g.store, shards_options(1 << 20, None, Some(DynamicPolicy::Ods)), "pr", &p).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("--dynamic off"), "{err}");
+    let err = run(&g.store, shards_options(1 << 20, Some(1), None), "wcc", &p).unwrap_err();
+    assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
+}
