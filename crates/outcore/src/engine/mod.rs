@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod inmem;
+pub mod pregel;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::program::{GraphInfo, PregelProgram, VertexProgram};
+use crate::program::{GraphInfo, PregelProgram, VertexProgram, Wire};
 use crate::runtime::io::IoSnapshot;
 use crate::runtime::{peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
 use crate::store::Store;
@@ -32,10 +33,12 @@ pub enum EngineKind {
     Stream,
     /// Semi-external vertex-centric with page cache, BASC static cache and Norder.
     Cache,
+    /// Distributed out-of-core Pregel over W ranks (GraphD; `mpirun -n W`).
+    Pregel,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "pregel"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
@@ -43,6 +46,7 @@ impl EngineKind {
             "inmem" | "in-memory" => Ok(EngineKind::InMemory),
             "stream" => Ok(EngineKind::Stream),
             "cache" => Ok(EngineKind::Cache),
+            "pregel" => Ok(EngineKind::Pregel),
             other => Err(Error::invalid(format!(
                 "unknown engine '{other}' (available: {})",
                 Self::NAMES.join(", ")
@@ -56,6 +60,7 @@ impl EngineKind {
             EngineKind::InMemory => "inmem",
             EngineKind::Stream => "stream",
             EngineKind::Cache => "cache",
+            EngineKind::Pregel => "pregel",
         }
     }
 }
@@ -69,6 +74,8 @@ pub struct RunOptions {
     pub stream: stream::StreamOptions,
     /// Options of the cache engine (page size, static cache).
     pub cache: cache::CacheOptions,
+    /// Options of the pregel engine (message file size, recoded mode, the ranks' transport).
+    pub pregel: pregel::PregelOptions,
 }
 
 impl Default for RunOptions {
@@ -78,6 +85,7 @@ impl Default for RunOptions {
             memory: MemoryBudget::default_for_machine(),
             stream: stream::StreamOptions::default(),
             cache: cache::CacheOptions::default(),
+            pregel: pregel::PregelOptions::default(),
         }
     }
 }
@@ -256,6 +264,46 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
+            EngineKind::Pregel => Err(not_available(
+                self.engine,
+                "this algorithm (its values or messages have no Wire encoding to travel between ranks)",
+            )),
+        }
+    }
+
+    /// [`run_vertex_program`](Self::run_vertex_program) for programs whose values and messages
+    /// can travel between ranks: these also run on the distributed `pregel` engine, where rank 0
+    /// gets every value and the other ranks an empty vector.
+    pub fn run_vertex_program_wire<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>>
+    where
+        P::Value: Wire,
+        P::Msg: Wire,
+    {
+        match self.engine {
+            EngineKind::Pregel => pregel::run_vertex_program(self, program),
+            _ => self.run_vertex_program(program),
+        }
+    }
+
+    /// [`run_pregel`](Self::run_pregel) for programs whose values and messages can travel between
+    /// ranks (see [`run_vertex_program_wire`](Self::run_vertex_program_wire)).
+    pub fn run_pregel_wire<P: PregelProgram>(&self, program: &P) -> Result<Vec<P::Value>>
+    where
+        P::Value: Wire,
+        P::Msg: Wire,
+    {
+        match self.engine {
+            EngineKind::Pregel => pregel::run_pregel(self, program),
+            _ => self.run_pregel(program),
+        }
+    }
+
+    /// This process's rank and the number of ranks of the run (0 and 1 except on the pregel
+    /// engine under mpirun or with an in-process transport).
+    pub fn rank(&self) -> (usize, usize) {
+        match (&self.options.pregel.transport, self.engine) {
+            (Some(t), EngineKind::Pregel) => (t.rank(), t.ranks()),
+            _ => (0, 1),
         }
     }
 

@@ -15,7 +15,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::{check_send, Envelope, Tag, Transport};
 use crate::error::{Error, Result};
 
-/// One rank's handle on an in-process job. `Send + Sync`: the rank's threads share it.
+/// One rank's handle on an in-process job. `Send + Sync`: the rank's threads share it; clones
+/// are handles on the same rank.
+#[derive(Clone)]
 pub struct InProcessTransport {
     rank: usize,
     job: Arc<Job>,
@@ -53,6 +55,18 @@ impl Job {
 }
 
 impl InProcessTransport {
+    /// The only rank of a one-rank job, on the calling thread (a process run without mpirun).
+    pub fn single() -> InProcessTransport {
+        InProcessTransport {
+            rank: 0,
+            job: Arc::new(Job {
+                ranks: 1,
+                state: Mutex::new(JobState { mailboxes: vec![HashMap::new()], failure: None }),
+                changed: Condvar::new(),
+            }),
+        }
+    }
+
     /// Runs `rank_main` on `ranks` threads, one per rank, and returns their results by rank.
     /// If any rank fails (error or panic), the others' `recv`s fail too and the first failing
     /// rank's error is returned.
