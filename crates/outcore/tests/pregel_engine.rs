@@ -38,7 +38,10 @@ fn graph<G: EdgeGenerator + 'static>(generator: G, undirected: bool) -> TestGrap
 
 /// RMAT scale 8 (256 vertices, ~4000 arcs), directed, weighted.
 fn rmat() -> TestGraph {
-    graph(Rmat::new(RmatConfig { scale: 8, edge_factor: 16, seed: 5, weights: true, ..RmatConfig::default() }).unwrap(), false)
+    graph(
+        Rmat::new(RmatConfig { scale: 8, edge_factor: 16, seed: 5, weights: true, ..RmatConfig::default() }).unwrap(),
+        false,
+    )
 }
 
 /// G(300, 1500), undirected, weighted.
@@ -198,9 +201,15 @@ fn partition_files_hold_every_vertex_and_arc_once() {
     let g = rmat();
     let n = g.store.num_vertices();
     for (ranks, recoded) in [(3, false), (3, true)] {
-        let info =
-            partition::partition(&g.store, ranks, recoded, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
-                .unwrap();
+        let info = partition::partition(
+            &g.store,
+            ranks,
+            recoded,
+            MemoryBudget::new(64 << 20),
+            &NoProgress,
+            &CancelToken::new(),
+        )
+        .unwrap();
         assert_eq!(partition::open(&g.store, ranks, recoded).unwrap(), info);
         assert_eq!(info.parts.iter().map(|p| p.vertices).sum::<u64>(), n);
         assert_eq!(info.parts.iter().map(|p| p.out_arcs).sum::<u64>(), g.store.num_arcs());

@@ -111,8 +111,8 @@ pub fn open(store: &Store, ranks: usize, recoded: bool) -> Result<PartitionInfo>
             ),
         )
     })?;
-    let info: PartitionInfo =
-        serde_json::from_str(&text).map_err(|e| Error::store(&path, format!("unreadable partition description: {e}")))?;
+    let info: PartitionInfo = serde_json::from_str(&text)
+        .map_err(|e| Error::store(&path, format!("unreadable partition description: {e}")))?;
     let stale = info.format_version != FORMAT_VERSION
         || info.ranks != ranks
         || info.recoded() != recoded
@@ -122,7 +122,10 @@ pub fn open(store: &Store, ranks: usize, recoded: bool) -> Result<PartitionInfo>
         || info.weighted != store.is_weighted()
         || info.parts.len() != ranks;
     if stale {
-        return Err(Error::store(&dir, format!("partition does not match the store; run `outcore partition` again{flag}")));
+        return Err(Error::store(
+            &dir,
+            format!("partition does not match the store; run `outcore partition` again{flag}"),
+        ));
     }
     Ok(info)
 }
@@ -153,19 +156,15 @@ pub fn partition(
     let names = vertex_names(store, ranks, recoded)?;
     let naming = if recoded {
         Naming::Recoded
-    } else if store.manifest().orderings.last().map_or(true, |o| o == "none") && store.ids()?.id_type() == IdType::U64
-    {
+    } else if store.manifest().orderings.last().map_or(true, |o| o == "none") && store.ids()?.id_type() == IdType::U64 {
         Naming::Original
     } else {
         Naming::Dense
     };
 
     let target = partition_dir(store, ranks, recoded);
-    let tmp = store.dir().join(format!(
-        ".{}.tmp-{}",
-        target.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp =
+        store.dir().join(format!(".{}.tmp-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let built = write_parts(store, ranks, naming, &names, &tmp, progress, cancel);
     let info = match built {
@@ -176,7 +175,8 @@ pub fn partition(
         }
     };
     // Replace an older partition only now that the new one is complete.
-    let old = store.dir().join(format!(".{}.old-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
+    let old =
+        store.dir().join(format!(".{}.old-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
     if target.exists() {
         std::fs::rename(&target, &old).context(|| format!("moving aside {}", target.display()))?;
     }
@@ -235,7 +235,11 @@ fn write_parts(
             Ok(RankWriters {
                 vertices: StoreFileWriter::create(&rd.join("vertices"), counters.clone())?,
                 out: StoreFileWriter::create(&rd.join("edges-out"), counters.clone())?,
-                inn: if directed { Some(StoreFileWriter::create(&rd.join("edges-in"), counters.clone())?) } else { None },
+                inn: if directed {
+                    Some(StoreFileWriter::create(&rd.join("edges-in"), counters.clone())?)
+                } else {
+                    None
+                },
                 part: RankPart { vertices: 0, out_arcs: 0, in_arcs: 0 },
             })
         })
@@ -243,7 +247,8 @@ fn write_parts(
     // Which rank owns a vertex: its basic name mod W (for recoded names the same rank).
     let owner = |v: u64| (names[v as usize] % ranks as u64) as usize;
 
-    let bar = progress.start("partitioning", Some(store.num_arcs() * if directed { 2 } else { 1 }), ProgressUnit::Edges);
+    let bar =
+        progress.start("partitioning", Some(store.num_arcs() * if directed { 2 } else { 1 }), ProgressUnit::Edges);
     // Vertex records need both degrees: read the in-degrees first from the in-layout offsets.
     let in_degrees = if directed { Some(SequentialLists::new(store, Direction::In)?) } else { None };
     let mut out_lists = SequentialLists::new(store, Direction::Out)?;

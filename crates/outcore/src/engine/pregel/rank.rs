@@ -285,9 +285,12 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             }
             Err(e) => t.abort(e),
         }
-        let sent = sender.join().unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "sender unit panicked".into() }));
-        let received =
-            receiver.join().unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "receiver unit panicked".into() }));
+        let sent = sender
+            .join()
+            .unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "sender unit panicked".into() }));
+        let received = receiver
+            .join()
+            .unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "receiver unit panicked".into() }));
         let steps = computed?;
         received?;
         Ok((steps, sent?))
@@ -295,13 +298,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let (_steps, sender_stats) = outcome?;
 
     // Per-rank figures for the whole job, gathered so that rank 0's stats show every rank.
-    let own = [
-        peak_rss_bytes(),
-        sender_stats.messages_bytes,
-        sender_stats.files,
-        dir_bytes(&rank_dir),
-        n_local as u64,
-    ];
+    let own = [peak_rss_bytes(), sender_stats.messages_bytes, sender_stats.files, dir_bytes(&rank_dir), n_local as u64];
     let mut bytes = Vec::new();
     own.iter().for_each(|x| x.put(&mut bytes));
     let per_rank: Vec<serde_json::Value> = t
@@ -539,12 +536,8 @@ fn receiver_unit<S: StepProgram>(
 ) -> Result<()> {
     let ranks = t.ranks();
     for step in 0.. {
-        let mut incoming = Incoming {
-            files: Vec::new(),
-            array: in_memory_combine.then(|| vec![None; n_local]),
-            batches: 0,
-            bytes: 0,
-        };
+        let mut incoming =
+            Incoming { files: Vec::new(), array: in_memory_combine.then(|| vec![None; n_local]), batches: 0, bytes: 0 };
         let mut ends = 0;
         while ends < ranks {
             let envelope = t.recv(TAG_MESSAGES[step % 2])?;
@@ -625,7 +618,12 @@ fn compute_unit<S: StepProgram>(
             inn: if program.reads_in_lists() && info.directed { Some(open("edges-in")?) } else { None },
             weighted: info.weighted,
             directed: info.directed,
-            current: vertices.first().copied().unwrap_or(VertexRecord { name: 0, dense: 0, out_degree: 0, in_degree: 0 }),
+            current: vertices.first().copied().unwrap_or(VertexRecord {
+                name: 0,
+                dense: 0,
+                out_degree: 0,
+                in_degree: 0,
+            }),
             loaded: false,
             raw: Vec::new(),
             out_names: Vec::new(),
@@ -683,7 +681,10 @@ fn compute_unit<S: StepProgram>(
                         break;
                     }
                     if name < vertex.name {
-                        return Err(Error::Remote { rank: Some(rank), message: format!("message for vertex name {name}, which rank {rank} does not own") });
+                        return Err(Error::Remote {
+                            rank: Some(rank),
+                            message: format!("message for vertex name {name}, which rank {rank} does not own"),
+                        });
                     }
                     m.pop_record(&mut |bytes| {
                         let msg = S::Msg::get(bytes);
@@ -699,13 +700,24 @@ fn compute_unit<S: StepProgram>(
             lists.begin(*vertex);
             if program.wakes(halted[i], !messages.is_empty()) {
                 computed += 1;
-                halted[i] =
-                    program.compute(step, vertex, &mut values[i], &messages, &mut lists, &previous, &mut send, &mut totals)?;
+                halted[i] = program.compute(
+                    step,
+                    vertex,
+                    &mut values[i],
+                    &messages,
+                    &mut lists,
+                    &previous,
+                    &mut send,
+                    &mut totals,
+                )?;
             }
             lists.finish()?;
         }
         if let Some(name) = merged.as_ref().and_then(MergedBatches::peek_name) {
-            return Err(Error::Remote { rank: Some(rank), message: format!("message for vertex name {name}, which rank {rank} does not own") });
+            return Err(Error::Remote {
+                rank: Some(rank),
+                message: format!("message for vertex name {name}, which rank {rank} does not own"),
+            });
         }
         drop(send);
         if let Some(e) = failure {
@@ -746,9 +758,8 @@ fn compute_unit<S: StepProgram>(
             .unwrap_or_default();
         let stop = program.stop_after(step, &global);
         // Everything of this step has arrived here; then everywhere (barrier) before step + 1 sends.
-        let received = incoming
-            .recv()
-            .map_err(|_| Error::Remote { rank: Some(rank), message: "receiver unit ended".into() })?;
+        let received =
+            incoming.recv().map_err(|_| Error::Remote { rank: Some(rank), message: "receiver unit ended".into() })?;
         t.barrier()?;
 
         let io = runner.io_snapshot().since(&io_before);
@@ -822,6 +833,8 @@ fn gather_results<V: Wire + Clone>(
     }
     all.into_iter()
         .enumerate()
-        .map(|(v, value)| value.ok_or_else(|| Error::Remote { rank: None, message: format!("no rank sent vertex {v}") }))
+        .map(|(v, value)| {
+            value.ok_or_else(|| Error::Remote { rank: None, message: format!("no rank sent vertex {v}") })
+        })
         .collect()
 }

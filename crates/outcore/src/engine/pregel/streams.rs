@@ -63,7 +63,9 @@ impl EdgeStream {
             return Ok(());
         }
         let path = &self.path;
-        self.file.seek(SeekFrom::Current((bytes - left) as i64)).context(|| format!("seeking in {}", path.display()))?;
+        self.file
+            .seek(SeekFrom::Current((bytes - left) as i64))
+            .context(|| format!("seeking in {}", path.display()))?;
         self.seeks += 1;
         self.filled = 0;
         self.at = 0;
@@ -117,7 +119,10 @@ impl BatchReader {
             self.filled -= self.at;
             self.at = 0;
             while self.filled < self.record {
-                let n = self.file.read(&mut self.buffer[self.filled..]).context(|| format!("reading {}", path.display()))?;
+                let n = self
+                    .file
+                    .read(&mut self.buffer[self.filled..])
+                    .context(|| format!("reading {}", path.display()))?;
                 if n == 0 {
                     if self.filled == 0 {
                         return Ok(None);
