@@ -126,3 +126,59 @@ fn a_failing_rank_ends_the_job_within_seconds() {
     assert!(stderr.contains("rank 2 of 4") && stderr.contains("edges-out"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
 }
+
+#[test]
+fn a_killed_mpi_run_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    outcore(&["partition", "--store", &store, "--ranks", "2"]);
+    let expected = dir.path().join("expected.txt");
+    outcore(&[
+        "run",
+        "pr",
+        "--store",
+        &store,
+        "--engine",
+        "inmem",
+        "--iterations",
+        "400",
+        "--quiet",
+        "--output",
+        expected.to_str().unwrap(),
+    ]);
+    let got = dir.path().join("got.txt");
+    let args = |resume: bool| {
+        let mut a = vec!["run", "pr", "--store", &store, "--engine", "pregel", "--iterations", "400", "--quiet"];
+        a.extend(["--message-file-size", "4KiB", "--checkpoint-every", "3", "--output", got.to_str().unwrap()]);
+        if resume {
+            a.push("--resume");
+        }
+        a
+    };
+    // Kill the ranks (SIGKILL to mpirun's children) once a checkpoint exists on both.
+    let mut job = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .arg(env!("CARGO_BIN_EXE_outcore"))
+        .args(args(false))
+        .spawn()
+        .unwrap();
+    let checkpoints = [0, 1].map(|r| Path::new(&store).join(format!("parts-2/rank-{r}/checkpoint/state")));
+    let started = Instant::now();
+    while !checkpoints.iter().all(|c| c.exists()) {
+        assert!(job.try_wait().unwrap().is_none(), "the run ended before its first checkpoint");
+        assert!(started.elapsed() < Duration::from_secs(60), "no checkpoint after a minute");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("pkill").args(["-KILL", "-P", &job.id().to_string()]).status().unwrap();
+    let killed = Instant::now();
+    while job.try_wait().unwrap().is_none() {
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = job.kill();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!got.exists() || values(&got).is_empty(), "the killed run wrote no results");
+    let output = mpirun(2, &args(true));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_close(&values(&expected), &values(&got), "resumed pr");
+}

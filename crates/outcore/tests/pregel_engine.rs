@@ -13,7 +13,7 @@ use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRen
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
 use outcore::store::{Direction, Store};
-use outcore::transport::InProcessTransport;
+use outcore::transport::{InProcessTransport, Transport};
 use outcore::Error;
 
 const ALGORITHMS: [&str; 6] = ["pr", "pr-delta", "sssp", "bfs", "wcc", "cdlp"];
@@ -79,7 +79,12 @@ fn pregel(
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions { message_file_size, recoded, transport: Some(Arc::new(t.clone())) },
+            pregel: PregelOptions {
+                message_file_size,
+                recoded,
+                transport: Some(Arc::new(t.clone())),
+                ..PregelOptions::default()
+            },
             ..RunOptions::default()
         };
         let runner = Runner::new(store, options);
@@ -186,7 +191,12 @@ fn missing_partition_and_small_budget_are_clear_errors() {
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(1 << 20),
-            pregel: PregelOptions { message_file_size: 8 << 20, recoded: true, transport: Some(Arc::new(t.clone())) },
+            pregel: PregelOptions {
+                message_file_size: 8 << 20,
+                recoded: true,
+                transport: Some(Arc::new(t.clone())),
+                ..PregelOptions::default()
+            },
             ..RunOptions::default()
         };
         run_algorithm(&Runner::new(&g.store, options), "pr", &p)
@@ -241,5 +251,84 @@ fn partition_files_hold_every_vertex_and_arc_once() {
             .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
+/// Cancels its token once `after` supersteps have finished: a rank that "crashes" mid-run.
+struct CrashAfter {
+    after: u64,
+    cancel: CancelToken,
+}
+
+struct CountingBar {
+    steps: std::sync::atomic::AtomicU64,
+    after: u64,
+    cancel: CancelToken,
+}
+
+impl outcore::runtime::ProgressBar for CountingBar {
+    fn inc(&self, delta: u64) {
+        if self.steps.fetch_add(delta, std::sync::atomic::Ordering::SeqCst) + delta >= self.after {
+            self.cancel.cancel();
+        }
+    }
+    fn set_position(&self, _: u64) {}
+    fn set_message(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
+impl outcore::runtime::Progress for CrashAfter {
+    fn start(
+        &self,
+        _: &str,
+        _: Option<u64>,
+        _: outcore::runtime::ProgressUnit,
+    ) -> Box<dyn outcore::runtime::ProgressBar> {
+        Box::new(CountingBar { steps: 0.into(), after: self.after, cancel: self.cancel.clone() })
+    }
+    fn note(&self, _: &str) {}
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
+    let g = rmat();
+    for (algorithm, recoded) in [("pr", true), ("pr", false), ("cdlp", false), ("cdlp", true)] {
+        partition::partition(&g.store, 3, recoded, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
+            .unwrap();
+        let p = params(&g, algorithm);
+        let run = |crash_after: Option<u64>, resume: bool| {
+            InProcessTransport::run(3, |t| {
+                let options = RunOptions {
+                    engine: EngineKind::Pregel,
+                    memory: MemoryBudget::new(64 << 20),
+                    pregel: PregelOptions {
+                        message_file_size: 4096,
+                        recoded,
+                        transport: Some(Arc::new(t.clone())),
+                        checkpoint_every: Some(3),
+                        resume,
+                    },
+                    ..RunOptions::default()
+                };
+                let cancel = CancelToken::new();
+                let mut runner = Runner::new(&g.store, options).with_cancel(cancel.clone());
+                // Rank 1 dies after 5 supersteps (a checkpoint was taken after 3: resuming at an odd step
+                // also checks that the message tags of the steps' parity line up again).
+                if let (Some(after), 1) = (crash_after, t.rank()) {
+                    runner = runner.with_progress(Arc::new(CrashAfter { after, cancel }));
+                }
+                let result = run_algorithm(&runner, algorithm, &p)?;
+                Ok((result, runner.finish(algorithm)))
+            })
+        };
+        let what = format!("{algorithm} recoded={recoded}");
+        let crashed = run(Some(5), false).unwrap_err();
+        assert!(matches!(crashed, Error::Interrupted), "{what}: {crashed}");
+        let (resumed, stats) = run(None, true).unwrap().into_iter().next().unwrap();
+        assert_eq!(stats.extra["pregel_resumed_at_superstep"], 3, "{what}");
+        assert_eq!(stats.per_iteration.first().unwrap().iteration, 3, "{what}: starts after the checkpoint");
+        assert_same(algorithm, &inmem(&g.store, algorithm, &p), &resumed, &what);
+        let dir = partition::rank_dir(&partition::partition_dir(&g.store, 3, recoded), 0);
+        assert!(!dir.join("checkpoint").exists(), "{what}: a completed run removes its checkpoint");
     }
 }

@@ -99,11 +99,22 @@ pub struct RunArgs {
     /// Pregel engine: run on the recoded partition (`outcore partition --recode`).
     #[arg(long)]
     recode: bool,
+    /// Pregel engine: save a checkpoint every N supersteps (in the partition's rank directories).
+    #[arg(long)]
+    checkpoint_every: Option<usize>,
+    /// Pregel engine: go on from the last checkpoint of the same run (after a crash or kill).
+    #[arg(long)]
+    resume: bool,
 }
 
 /// The pregel engine's options; under mpirun (feature `mpi`) the MPI transport.
 fn pregel_options(args: &RunArgs, engine: EngineKind) -> anyhow::Result<PregelOptions> {
-    let mut options = PregelOptions { recoded: args.recode, ..PregelOptions::default() };
+    let mut options = PregelOptions {
+        recoded: args.recode,
+        checkpoint_every: args.checkpoint_every,
+        resume: args.resume,
+        ..PregelOptions::default()
+    };
     if let Some(size) = &args.message_file_size {
         options.message_file_size = parse_size(size)?;
     }

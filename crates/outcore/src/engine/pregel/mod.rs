@@ -31,9 +31,13 @@
 //! [`Runner::run_vertex_program_wire`](crate::engine::Runner::run_vertex_program_wire) and
 //! [`Runner::run_pregel_wire`](crate::engine::Runner::run_pregel_wire).
 //!
+//! Checkpoints ([`checkpoint`]): every `--checkpoint-every N` supersteps each rank saves its
+//! values, halted flags and received messages; `--resume` goes on from there.
+//!
 //! Results: rank 0 gathers every value and returns them in dense-id order; the other ranks return
 //! an empty vector (the front ends write results on rank 0 only).
 
+mod checkpoint;
 pub mod partition;
 mod rank;
 mod streams;
@@ -61,11 +65,21 @@ pub struct PregelOptions {
     pub recoded: bool,
     /// The ranks of the job; `None`: this process alone (one rank).
     pub transport: Option<Arc<dyn Transport>>,
+    /// Checkpoint every N supersteps (`--checkpoint-every N`).
+    pub checkpoint_every: Option<usize>,
+    /// Go on from the last checkpoint (`--resume`).
+    pub resume: bool,
 }
 
 impl Default for PregelOptions {
     fn default() -> Self {
-        PregelOptions { message_file_size: DEFAULT_MESSAGE_FILE_SIZE, recoded: false, transport: None }
+        PregelOptions {
+            message_file_size: DEFAULT_MESSAGE_FILE_SIZE,
+            recoded: false,
+            transport: None,
+            checkpoint_every: None,
+            resume: false,
+        }
     }
 }
 
@@ -74,6 +88,8 @@ impl std::fmt::Debug for PregelOptions {
         f.debug_struct("PregelOptions")
             .field("message_file_size", &self.message_file_size)
             .field("recoded", &self.recoded)
+            .field("checkpoint_every", &self.checkpoint_every)
+            .field("resume", &self.resume)
             .field("ranks", &self.transport.as_ref().map_or(1, |t| t.ranks()))
             .finish()
     }
@@ -89,7 +105,13 @@ fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result
 
 fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'a> {
     let options = &runner.options().pregel;
-    RankSettings { transport, recoded: options.recoded, message_file_size: options.message_file_size }
+    RankSettings {
+        transport,
+        recoded: options.recoded,
+        message_file_size: options.message_file_size,
+        checkpoint_every: options.checkpoint_every,
+        resume: options.resume,
+    }
 }
 
 /// Runs a vertex program; values in dense-id order on rank 0, empty on the other ranks.

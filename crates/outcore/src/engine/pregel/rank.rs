@@ -24,6 +24,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::checkpoint;
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
 use crate::engine::{IterationStats, Runner};
@@ -64,7 +65,7 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(33);
         self.sum.put(&mut out);
         self.aggregate.is_some().put(&mut out);
@@ -74,7 +75,7 @@ impl Totals {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Totals {
+    pub fn decode(bytes: &[u8]) -> Totals {
         Totals {
             sum: f64::get(bytes),
             aggregate: bool::get(&bytes[8..]).then(|| f64::get(&bytes[9..])),
@@ -206,6 +207,8 @@ pub struct RankSettings<'a> {
     pub transport: &'a dyn Transport,
     pub recoded: bool,
     pub message_file_size: u64,
+    pub checkpoint_every: Option<usize>,
+    pub resume: bool,
 }
 
 enum SenderJob {
@@ -253,6 +256,9 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let work = WorkDir(store.temp_dir()?.join(format!("pregel-{}-rank{rank}-{}", std::process::id(), unique())));
     std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
     let record_bytes = 8 + S::Msg::BYTES;
+    let fingerprint = format!("{} on {ranks} ranks, recoded {}", std::any::type_name::<S>(), settings.recoded);
+    let resumed = if settings.resume { resume(t, &rank_dir, &fingerprint, n_local, &work.0, &counters)? } else { None };
+    let first_step = resumed.as_ref().map_or(0, |s| s.next_step);
 
     let (to_sender, sender_jobs) = crossbeam_channel::unbounded::<SenderJob>();
     let (to_compute, incoming) = crossbeam_channel::unbounded::<Incoming<S::Msg>>();
@@ -262,8 +268,18 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
                 .inspect_err(|e| t.abort(e))
         });
         let receiver = scope.spawn(|| {
-            receiver_unit(t, program, to_compute, &counters, &work.0, in_memory_combine, n_local, record_bytes)
-                .inspect_err(|e| t.abort(e))
+            receiver_unit(
+                t,
+                program,
+                to_compute,
+                &counters,
+                &work.0,
+                in_memory_combine,
+                n_local,
+                record_bytes,
+                first_step,
+            )
+            .inspect_err(|e| t.abort(e))
         });
         let computed = compute_unit(
             runner,
@@ -277,6 +293,8 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             to_sender,
             incoming,
             record_bytes,
+            &fingerprint,
+            resumed,
         );
         match &computed {
             Ok(_) => {
@@ -328,6 +346,26 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
         }),
     );
     gather_results(t, &vertices, values, info.vertices)
+}
+
+/// Loads this rank's checkpoint for `--resume` and checks that every rank resumes at the same step.
+fn resume<V: Wire + Clone, M: Wire>(
+    t: &dyn Transport,
+    rank_dir: &Path,
+    fingerprint: &str,
+    n_local: usize,
+    work: &Path,
+    counters: &IoCounters,
+) -> Result<Option<checkpoint::Saved<V, M>>> {
+    let saved = checkpoint::load::<V, M>(rank_dir, fingerprint, n_local, work, counters)?;
+    let at = saved.as_ref().map_or(0, |s| s.next_step as u64);
+    let steps: Vec<u64> = t.all_gather(at.to_le_bytes().to_vec())?.iter().map(|b| u64::get(b)).collect();
+    if steps.iter().any(|&s| s != at) {
+        return Err(Error::invalid(format!(
+            "the ranks' checkpoints are at different supersteps ({steps:?}); run without --resume"
+        )));
+    }
+    Ok(saved)
 }
 
 fn unique() -> u128 {
@@ -533,9 +571,10 @@ fn receiver_unit<S: StepProgram>(
     in_memory_combine: bool,
     n_local: usize,
     record_bytes: usize,
+    first_step: usize,
 ) -> Result<()> {
     let ranks = t.ranks();
-    for step in 0.. {
+    for step in first_step.. {
         let mut incoming =
             Incoming { files: Vec::new(), array: in_memory_combine.then(|| vec![None; n_local]), batches: 0, bytes: 0 };
         let mut ends = 0;
@@ -597,6 +636,8 @@ fn compute_unit<S: StepProgram>(
     to_sender: Sender<SenderJob>,
     incoming: Receiver<Incoming<S::Msg>>,
     record_bytes: usize,
+    fingerprint: &str,
+    resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
 ) -> Result<usize> {
     let t = settings.transport;
     let (rank, ranks) = (t.rank(), t.ranks());
@@ -605,11 +646,20 @@ fn compute_unit<S: StepProgram>(
     let mut halted = vec![false; vertices.len()];
     let mut previous = Totals::default();
     let mut arrived: Option<Incoming<S::Msg>> = None;
+    let mut first_step = 0;
+    if let Some(saved) = resumed {
+        values.clone_from_slice(&saved.values);
+        halted = saved.halted;
+        previous = saved.previous;
+        first_step = saved.next_step;
+        arrived = Some(Incoming { files: saved.files, array: saved.array, batches: 0, bytes: 0 });
+        runner.record_extra("pregel_resumed_at_superstep", (first_step as u64).into());
+    }
     let file_size = settings.message_file_size.max(record_bytes as u64) as usize;
     let mut seq = 0u64;
     let bar = runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
     let mut messages: Vec<S::Msg> = Vec::new();
-    for step in 0.. {
+    for step in first_step.. {
         runner.cancel_token().check()?;
         let started = Instant::now();
         let io_before = runner.io_snapshot();
@@ -786,8 +836,26 @@ fn compute_unit<S: StepProgram>(
             for path in &received.files {
                 let _ = std::fs::remove_file(path);
             }
+            if settings.checkpoint_every.is_some() || settings.resume {
+                checkpoint::remove(rank_dir);
+            }
             bar.finish();
             return Ok(step);
+        }
+        if settings.checkpoint_every.is_some_and(|n| (step + 1) % n.max(1) == 0) {
+            checkpoint::write(
+                rank_dir,
+                fingerprint,
+                step + 1,
+                &previous,
+                values,
+                &halted,
+                &received.files,
+                received.array.as_deref(),
+                &counters,
+            )?;
+            t.barrier()?;
+            checkpoint::commit(rank_dir)?;
         }
         arrived = Some(received);
     }
