@@ -10,7 +10,7 @@ DEMO_DIR ?= demo-data
 SCALE    ?= 20
 MEMORY   ?= 1GiB
 
-.PHONY: all build demo test test-rust test-python deps check-features clean
+.PHONY: all build demo test test-rust test-mpi test-python deps check-features clean
 
 all: build
 
@@ -23,10 +23,16 @@ build: deps
 demo: build
 	@scripts/demo.sh "$(DEMO_DIR)" "$(SCALE)" "$(MEMORY)"
 
-test: deps test-rust check-features test-python
+test: deps test-rust test-mpi check-features test-python
 
 test-rust:
 	$(CARGO) test --locked
+
+# The distributed engines under real mpirun (feature `mpi`, Open MPI from scripts/install-deps.sh):
+# the MPI transport, then every tests/mpi_*.rs of the CLI (each mpirun under `timeout`).
+test-mpi:
+	$(CARGO) test --locked -p outcore --features mpi --test mpi_transport
+	$(CARGO) test --locked -p outcore-cli --features mpi --test 'mpi_*'
 
 # The Python package, built from source into a fresh virtualenv, with its tests, doctests and
 # a subset of networkx's own tests dispatched to the outcore backend.

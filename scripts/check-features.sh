@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the library under every combination of its cargo features (there are few).
+# Builds the library under every combination of its cargo features (there are few: parquet,
+# mpi — the latter needs Open MPI and clang, which scripts/install-deps.sh installs).
 set -euo pipefail
 features=$(cargo metadata --no-deps --format-version 1 --locked \
     | python3 -c 'import json,sys; m=json.load(sys.stdin); p=[p for p in m["packages"] if p["name"]=="outcore"][0]; print(" ".join(f for f in p["features"] if f!="default"))')

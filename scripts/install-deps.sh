@@ -17,6 +17,14 @@ fi
 need cc build-essential
 need make make
 need pkg-config pkg-config
+# MPI for the distributed engines (`make test-mpi`, `--features mpi`): Open MPI, and clang for
+# the bindings of the `mpi` crate (PLATFORM.md).
+need mpirun openmpi-bin
+need mpicc libopenmpi-dev
+need clang clang
+if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libclang-dev >/dev/null 2>&1; then
+    missing_packages+=(libclang-dev)
+fi
 
 if [ ${#missing_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

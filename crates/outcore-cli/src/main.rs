@@ -25,6 +25,8 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Run an algorithm on a store.
     Run(commands::run::RunArgs),
+    /// Split a store into per-rank files for the pregel engine (`mpirun -n W outcore run ...`).
+    Partition(commands::partition::PartitionArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
     /// Measure the gap threshold l of a device (bandwidth × latency) for the stream engine.
@@ -45,6 +47,7 @@ fn exit_code(error: &anyhow::Error) -> i32 {
         Some(outcore::Error::Io { .. }) => 74,
         Some(outcore::Error::MemoryBudget(_)) => 75,
         Some(outcore::Error::Interrupted) => 130,
+        Some(outcore::Error::Remote { .. }) => 70,
         None => 1,
     }
 }
@@ -68,6 +71,7 @@ fn main() {
         Command::Generate(args) => commands::generate::run(args, &cancel),
         Command::Import(args) => commands::import::run(args, &cancel),
         Command::Run(args) => commands::run::run(args, &cancel),
+        Command::Partition(args) => commands::partition::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),

@@ -40,7 +40,7 @@ fn to_py_err(error: outcore::Error) -> PyErr {
         outcore::Error::InvalidArgument(_) | outcore::Error::Unsupported(_) => {
             pyo3::exceptions::PyValueError::new_err(message)
         }
-        outcore::Error::Io { .. } => OutcoreError::new_err(message),
+        outcore::Error::Io { .. } | outcore::Error::Remote { .. } => OutcoreError::new_err(message),
     }
 }
 

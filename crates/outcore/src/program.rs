@@ -208,3 +208,74 @@ pub trait PregelProgram: Sync + Send {
         Control::Continue
     }
 }
+
+/// Values and messages that can leave the process: sent between the ranks of a distributed
+/// engine (`pregel`) and written to its message files and checkpoints. Fixed little-endian
+/// encodings; every implementation writes exactly [`Wire::BYTES`] bytes.
+pub trait Wire: Sized {
+    /// Encoded size in bytes.
+    const BYTES: usize;
+    fn put(&self, out: &mut Vec<u8>);
+    /// Decodes from the first `BYTES` bytes of `bytes` (callers pass at least that many).
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! wire_number {
+    ($($t:ty),*) => {$(
+        impl Wire for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            fn put(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes[..Self::BYTES].try_into().expect("enough bytes"))
+            }
+        }
+    )*};
+}
+wire_number!(u8, u32, u64, i64, f32, f64);
+
+impl Wire for usize {
+    const BYTES: usize = 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        (*self as u64).put(out);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        u64::get(bytes) as usize
+    }
+}
+
+impl Wire for bool {
+    const BYTES: usize = 1;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(*self as u8);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+impl<A: Wire, B: Wire> Wire for (A, B) {
+    const BYTES: usize = A::BYTES + B::BYTES;
+    fn put(&self, out: &mut Vec<u8>) {
+        self.0.put(out);
+        self.1.put(out);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        (A::get(bytes), B::get(&bytes[A::BYTES..]))
+    }
+}
+
+impl<T: Wire + Copy + Default, const K: usize> Wire for [T; K] {
+    const BYTES: usize = T::BYTES * K;
+    fn put(&self, out: &mut Vec<u8>) {
+        self.iter().for_each(|x| x.put(out));
+    }
+    fn get(bytes: &[u8]) -> Self {
+        let mut array = [T::default(); K];
+        for (i, x) in array.iter_mut().enumerate() {
+            *x = T::get(&bytes[i * T::BYTES..]);
+        }
+        array
+    }
+}

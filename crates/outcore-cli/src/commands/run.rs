@@ -8,6 +8,7 @@ use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
 use outcore::engine::shards::{DynamicPolicy, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
+use outcore::engine::pregel::PregelOptions;
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
 use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
@@ -22,7 +23,8 @@ pub struct RunArgs {
     /// The store directory.
     #[arg(long)]
     store: PathBuf,
-    /// Engine: auto (default: chooses and says why), inmem, stream, cache, shards.
+    /// Engine: auto (default: chooses and says why), inmem, stream, cache, shards, pregel (GraphD;
+    /// `mpirun -n W` with the `mpi` feature, after `outcore partition --ranks W`).
     #[arg(long, default_value = "auto")]
     engine: String,
     /// Memory budget, e.g. 512MiB (default: a quarter of RAM).
@@ -108,6 +110,18 @@ pub struct RunArgs {
     /// e.g. 100KiB (the default).
     #[arg(long)]
     delay_buffer: Option<String>,
+    /// Pregel engine: largest outgoing message file, e.g. 8MiB (default).
+    #[arg(long)]
+    message_file_size: Option<String>,
+    /// Pregel engine: run on the recoded partition (`outcore partition --recode`).
+    #[arg(long)]
+    recode: bool,
+    /// Pregel engine: save a checkpoint every N supersteps (in the partition's rank directories).
+    #[arg(long)]
+    checkpoint_every: Option<usize>,
+    /// Pregel engine: go on from the last checkpoint of the same run (after a crash or kill).
+    #[arg(long)]
+    resume: bool,
 }
 
 /// The shards engine's options from the flags (defaults where absent).
@@ -128,6 +142,30 @@ pub fn shards_options(
         shadow_edge_share: share,
         delay_buffer_bytes: delay_buffer.map(parse_size).transpose()?.unwrap_or(defaults.delay_buffer_bytes),
     })
+}
+
+/// The pregel engine's options; under mpirun (feature `mpi`) the MPI transport.
+fn pregel_options(args: &RunArgs, engine: EngineKind) -> anyhow::Result<PregelOptions> {
+    let mut options = PregelOptions {
+        recoded: args.recode,
+        checkpoint_every: args.checkpoint_every,
+        resume: args.resume,
+        ..PregelOptions::default()
+    };
+    if let Some(size) = &args.message_file_size {
+        options.message_file_size = parse_size(size)?;
+    }
+    #[cfg(feature = "mpi")]
+    if engine == EngineKind::Pregel && outcore::transport::MpiTransport::launched_by_mpirun() {
+        options.transport = Some(Arc::new(outcore::transport::MpiTransport::init()?));
+    }
+    #[cfg(not(feature = "mpi"))]
+    if engine == EngineKind::Pregel && std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+        anyhow::bail!(outcore::Error::invalid(
+            "started by mpirun, but this outcore was built without the `mpi` feature (cargo build --features mpi)"
+        ));
+    }
+    Ok(options)
 }
 
 /// The stream engine's options from the flags.
@@ -175,6 +213,22 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
 }
 
 pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
+    let engine = EngineKind::parse(&args.engine)?;
+    let pregel = pregel_options(&args, engine)?;
+    let transport = pregel.transport.clone();
+    let outcome = run_with(args, pregel, cancel);
+    // A failing rank ends the whole MPI job at once (with its error), instead of leaving the
+    // other ranks waiting for it.
+    if let (Err(error), Some(t)) = (&outcome, &transport) {
+        if t.ranks() > 1 {
+            let remote = outcore::Error::Remote { rank: Some(t.rank()), message: format!("{error:#}") };
+            t.abort(error.downcast_ref::<outcore::Error>().unwrap_or(&remote));
+        }
+    }
+    outcome
+}
+
+fn run_with(args: RunArgs, pregel: PregelOptions, cancel: &CancelToken) -> anyhow::Result<()> {
     let format = match (&args.format, &args.output) {
         (Some(name), _) => OutputFormat::parse(name)?,
         (None, Some(path)) => OutputFormat::from_path(path).unwrap_or(OutputFormat::Text),
@@ -194,6 +248,7 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
             args.shadow_edge_share,
             args.delay_buffer.as_deref(),
         )?,
+        pregel,
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
@@ -204,6 +259,14 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     }
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
     let mut stats = runner.finish(&args.algorithm);
+    let (rank, ranks) = runner.rank();
+    if rank != 0 {
+        // Rank 0 holds every value and writes the results and figures of the whole job.
+        return Ok(());
+    }
+    if ranks > 1 && !args.quiet {
+        eprintln!("{} ranks; results and figures from rank 0", ranks);
+    }
     let summary = outcore::report::summarize(&result, &runner.store().ids()?)?;
     let target = match &args.output {
         Some(path) => OutputTarget::File(path.clone()),

@@ -85,7 +85,7 @@ pub(crate) fn check_source(runner: &Runner, source: VertexId) -> Result<()> {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<BfsOutput> {
     check_source(runner, config.source)?;
-    let depth = runner.run_vertex_program(&Bfs { source: config.source, direction: EdgeDirection::Out })?;
+    let depth = runner.run_vertex_program_wire(&Bfs { source: config.source, direction: EdgeDirection::Out })?;
     Ok(BfsOutput { depth })
 }
 

@@ -94,7 +94,7 @@ impl PregelProgram for Cdlp<'_> {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {
     let rank = runner.original_ranks()?;
-    let labels = runner.run_pregel(&Cdlp { iterations: config.iterations, rank: rank.as_deref() })?;
+    let labels = runner.run_pregel_wire(&Cdlp { iterations: config.iterations, rank: rank.as_deref() })?;
     Ok(CdlpOutput { label: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 

@@ -88,7 +88,7 @@ pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {
     if !(0.0..=1.0).contains(&config.damping) {
         return Err(Error::invalid(format!("the damping factor must be in [0, 1], got {}", config.damping)));
     }
-    let rank = runner.run_vertex_program(&PageRank { damping: config.damping, iterations: config.iterations })?;
+    let rank = runner.run_vertex_program_wire(&PageRank { damping: config.damping, iterations: config.iterations })?;
     Ok(PageRankOutput { rank })
 }
 

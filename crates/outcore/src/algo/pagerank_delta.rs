@@ -23,7 +23,7 @@
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
-use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram, Wire};
 use crate::VertexId;
 
 /// Delta-PageRank parameters.
@@ -54,6 +54,17 @@ struct State {
     rank: f64,
     pending: f64,
     delta: f64,
+}
+
+impl Wire for State {
+    const BYTES: usize = 24;
+    fn put(&self, out: &mut Vec<u8>) {
+        [self.rank, self.pending, self.delta].put(out);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        let [rank, pending, delta] = <[f64; 3]>::get(bytes);
+        State { rank, pending, delta }
+    }
 }
 
 struct PageRankDelta {
@@ -101,7 +112,7 @@ pub fn run(runner: &Runner, config: &Config) -> Result<PageRankDeltaOutput> {
     if config.tolerance.is_nan() || config.tolerance <= 0.0 {
         return Err(Error::invalid(format!("pr-delta needs a positive tolerance, got {}", config.tolerance)));
     }
-    let states = runner.run_vertex_program(&PageRankDelta { config: *config })?;
+    let states = runner.run_vertex_program_wire(&PageRankDelta { config: *config })?;
     Ok(PageRankDeltaOutput { rank: states.into_iter().map(|s| s.rank).collect() })
 }
 

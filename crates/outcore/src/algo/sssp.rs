@@ -107,14 +107,14 @@ impl VertexProgram for BadWeights {
 pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
     check_source(runner, config.source)?;
     if runner.graph_info().weighted {
-        let bad = runner.run_vertex_program(&BadWeights)?.into_iter().reduce(|a, b| BadWeights.combine(a, b));
+        let bad = runner.run_vertex_program_wire(&BadWeights)?.into_iter().reduce(|a, b| BadWeights.combine(a, b));
         if let Some((count @ 1.., example)) = bad {
             return Err(Error::invalid(format!(
                 "sssp needs non-negative edge weights, but {count} edge(s) have a negative or NaN weight (e.g. {example})"
             )));
         }
     }
-    let distance = runner.run_vertex_program(&Sssp { source: config.source })?;
+    let distance = runner.run_vertex_program_wire(&Sssp { source: config.source })?;
     Ok(SsspOutput { distance })
 }
 

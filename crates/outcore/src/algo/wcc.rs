@@ -72,7 +72,7 @@ impl VertexProgram for Wcc<'_> {
 
 pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
     let rank = runner.original_ranks()?;
-    let labels = runner.run_vertex_program(&Wcc { rank: rank.as_deref() })?;
+    let labels = runner.run_vertex_program_wire(&Wcc { rank: rank.as_deref() })?;
     Ok(WccOutput { component: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 

@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod inmem;
 pub mod shards;
+pub mod pregel;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::program::{GraphInfo, PregelProgram, VertexProgram};
+use crate::program::{GraphInfo, PregelProgram, VertexProgram, Wire};
 use crate::runtime::io::IoSnapshot;
 use crate::runtime::{peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
 use crate::store::Store;
@@ -35,10 +36,12 @@ pub enum EngineKind {
     Cache,
     /// Fully external parallel sliding windows with dynamic shards (GraphChi + Vora et al.).
     Shards,
+    /// Distributed out-of-core Pregel over W ranks (GraphD; `mpirun -n W`).
+    Pregel,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "shards"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "shards", "pregel"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
@@ -47,6 +50,7 @@ impl EngineKind {
             "stream" => Ok(EngineKind::Stream),
             "cache" => Ok(EngineKind::Cache),
             "shards" => Ok(EngineKind::Shards),
+            "pregel" => Ok(EngineKind::Pregel),
             other => Err(Error::invalid(format!("unknown engine '{other}' (available: {})", Self::NAMES.join(", ")))),
         }
     }
@@ -58,6 +62,7 @@ impl EngineKind {
             EngineKind::Stream => "stream",
             EngineKind::Cache => "cache",
             EngineKind::Shards => "shards",
+            EngineKind::Pregel => "pregel",
         }
     }
 }
@@ -73,6 +78,8 @@ pub struct RunOptions {
     pub cache: cache::CacheOptions,
     /// Options of the shards engine (intervals, dynamic-shard policy).
     pub shards: shards::ShardsOptions,
+    /// Options of the pregel engine (message file size, recoded mode, the ranks' transport).
+    pub pregel: pregel::PregelOptions,
 }
 
 impl Default for RunOptions {
@@ -83,6 +90,7 @@ impl Default for RunOptions {
             stream: stream::StreamOptions::default(),
             cache: cache::CacheOptions::default(),
             shards: shards::ShardsOptions::default(),
+            pregel: pregel::PregelOptions::default(),
         }
     }
 }
@@ -264,6 +272,46 @@ impl Runner {
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
             EngineKind::Shards => shards::run_vertex_program(self, program),
+            EngineKind::Pregel => Err(not_available(
+                self.engine,
+                "this algorithm (its values or messages have no Wire encoding to travel between ranks)",
+            )),
+        }
+    }
+
+    /// [`run_vertex_program`](Self::run_vertex_program) for programs whose values and messages
+    /// can travel between ranks: these also run on the distributed `pregel` engine, where rank 0
+    /// gets every value and the other ranks an empty vector.
+    pub fn run_vertex_program_wire<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>>
+    where
+        P::Value: Wire,
+        P::Msg: Wire,
+    {
+        match self.engine {
+            EngineKind::Pregel => pregel::run_vertex_program(self, program),
+            _ => self.run_vertex_program(program),
+        }
+    }
+
+    /// [`run_pregel`](Self::run_pregel) for programs whose values and messages can travel between
+    /// ranks (see [`run_vertex_program_wire`](Self::run_vertex_program_wire)).
+    pub fn run_pregel_wire<P: PregelProgram>(&self, program: &P) -> Result<Vec<P::Value>>
+    where
+        P::Value: Wire,
+        P::Msg: Wire,
+    {
+        match self.engine {
+            EngineKind::Pregel => pregel::run_pregel(self, program),
+            _ => self.run_pregel(program),
+        }
+    }
+
+    /// This process's rank and the number of ranks of the run (0 and 1 except on the pregel
+    /// engine under mpirun or with an in-process transport).
+    pub fn rank(&self) -> (usize, usize) {
+        match (&self.options.pregel.transport, self.engine) {
+            (Some(t), EngineKind::Pregel) => (t.rank(), t.ranks()),
+            _ => (0, 1),
         }
     }
 

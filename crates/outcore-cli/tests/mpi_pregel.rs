@@ -1,0 +1,184 @@
+//! `mpirun -n W outcore run ALGO --engine pregel` (feature `mpi`; `make test-mpi` runs it): the
+//! results of 2 and 4 MPI ranks, basic and recoded, equal the in-memory engine's, and a failing
+//! rank ends the job with a non-zero exit within seconds. Every mpirun runs under `timeout`.
+#![cfg(feature = "mpi")]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn outcore(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_outcore")).args(args).output().expect("outcore runs");
+    assert!(output.status.success(), "outcore {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn mpirun(ranks: usize, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["120", "mpirun", "--allow-run-as-root", "--oversubscribe", "-n", &ranks.to_string()])
+        .arg(env!("CARGO_BIN_EXE_outcore"))
+        .args(args)
+        .output()
+        .expect("run mpirun (is openmpi-bin installed? scripts/install-deps.sh installs it)")
+}
+
+/// A directed RMAT graph (scale 9) imported into `dir/store`.
+fn store(dir: &Path) -> String {
+    let edges = dir.join("rmat.el");
+    let store = dir.join("store");
+    outcore(&[
+        "generate",
+        "rmat",
+        "--scale",
+        "9",
+        "--edge-factor",
+        "8",
+        "--seed",
+        "3",
+        "--output",
+        edges.to_str().unwrap(),
+    ]);
+    outcore(&["import", edges.to_str().unwrap(), "--store", store.to_str().unwrap(), "--memory", "64MiB"]);
+    store.to_str().unwrap().to_string()
+}
+
+fn values(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (v, x) = l.split_once(' ').unwrap();
+            (v.to_string(), x.to_string())
+        })
+        .collect()
+}
+
+fn assert_close(expected: &HashMap<String, String>, got: &HashMap<String, String>, what: &str) {
+    assert_eq!(expected.len(), got.len(), "{what}");
+    for (v, e) in expected {
+        let g = &got[v];
+        match (e.parse::<f64>(), g.parse::<f64>()) {
+            (Ok(a), Ok(b)) if a.is_finite() => {
+                assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-12, "{what}: vertex {v}: {a} vs {b}")
+            }
+            _ => assert_eq!(e, g, "{what}: vertex {v}"),
+        }
+    }
+}
+
+#[test]
+fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let source =
+        std::fs::read_to_string(dir.path().join("rmat.el")).unwrap().split_whitespace().next().unwrap().to_string();
+    for ranks in [2, 4] {
+        for recode in [false, true] {
+            let mut args = vec!["partition", "--store", &store, "--ranks"];
+            let w = ranks.to_string();
+            args.push(&w);
+            if recode {
+                args.push("--recode");
+            }
+            outcore(&args);
+            for algorithm in ["pr", "wcc", "sssp", "bfs", "cdlp", "pr-delta"] {
+                let what = format!("{algorithm} on {ranks} ranks, recode {recode}");
+                let expected = dir.path().join(format!("{algorithm}-inmem.txt"));
+                let got = dir.path().join(format!("{algorithm}-{ranks}-{recode}.txt"));
+                let stats = dir.path().join(format!("{algorithm}-{ranks}-{recode}.json"));
+                let mut common = vec!["run", algorithm, "--store", &store, "--quiet"];
+                if matches!(algorithm, "sssp" | "bfs") {
+                    common.extend(["--source", &source]);
+                }
+                let mut inmem = common.clone();
+                inmem.extend(["--engine", "inmem", "--output", expected.to_str().unwrap()]);
+                outcore(&inmem);
+                let mut run = common.clone();
+                run.extend(["--engine", "pregel", "--message-file-size", "4KiB", "--memory", "256MiB"]);
+                run.extend(["--output", got.to_str().unwrap(), "--stats-json", stats.to_str().unwrap()]);
+                if recode {
+                    run.push("--recode");
+                }
+                let output = mpirun(ranks, &run);
+                assert!(output.status.success(), "{what}: {}", String::from_utf8_lossy(&output.stderr));
+                assert_close(&values(&expected), &values(&got), &what);
+                let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+                assert_eq!(stats["engine"], "pregel", "{what}");
+                assert_eq!(stats["pregel"]["ranks"], ranks, "{what}");
+                assert_eq!(stats["pregel"]["per_rank"].as_array().unwrap().len(), ranks, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failing_rank_ends_the_job_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    outcore(&["partition", "--store", &store, "--ranks", "4"]);
+    // Rank 2 cannot open its edge stream: it fails in superstep 0 while the others wait for it.
+    std::fs::remove_file(Path::new(&store).join("parts-4/rank-2/edges-out")).unwrap();
+    let started = Instant::now();
+    let output = mpirun(4, &["run", "pr", "--store", &store, "--engine", "pregel", "--quiet", "--output", "/dev/null"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && output.status.code() != Some(124), "{stderr}");
+    assert!(stderr.contains("rank 2 of 4") && stderr.contains("edges-out"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_killed_mpi_run_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    outcore(&["partition", "--store", &store, "--ranks", "2"]);
+    let expected = dir.path().join("expected.txt");
+    outcore(&[
+        "run",
+        "pr",
+        "--store",
+        &store,
+        "--engine",
+        "inmem",
+        "--iterations",
+        "400",
+        "--quiet",
+        "--output",
+        expected.to_str().unwrap(),
+    ]);
+    let got = dir.path().join("got.txt");
+    let args = |resume: bool| {
+        let mut a = vec!["run", "pr", "--store", &store, "--engine", "pregel", "--iterations", "400", "--quiet"];
+        a.extend(["--message-file-size", "4KiB", "--checkpoint-every", "3", "--output", got.to_str().unwrap()]);
+        if resume {
+            a.push("--resume");
+        }
+        a
+    };
+    // Kill the ranks (SIGKILL to mpirun's children) once a checkpoint exists on both.
+    let mut job = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .arg(env!("CARGO_BIN_EXE_outcore"))
+        .args(args(false))
+        .spawn()
+        .unwrap();
+    let checkpoints = [0, 1].map(|r| Path::new(&store).join(format!("parts-2/rank-{r}/checkpoint/state")));
+    let started = Instant::now();
+    while !checkpoints.iter().all(|c| c.exists()) {
+        assert!(job.try_wait().unwrap().is_none(), "the run ended before its first checkpoint");
+        assert!(started.elapsed() < Duration::from_secs(60), "no checkpoint after a minute");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("pkill").args(["-KILL", "-P", &job.id().to_string()]).status().unwrap();
+    let killed = Instant::now();
+    while job.try_wait().unwrap().is_none() {
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = job.kill();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!got.exists() || values(&got).is_empty(), "the killed run wrote no results");
+    let output = mpirun(2, &args(true));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_close(&values(&expected), &values(&got), "resumed pr");
+}

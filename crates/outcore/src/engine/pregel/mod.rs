@@ -1,0 +1,358 @@
+//! The `pregel` engine: GraphD's distributed out-of-core Pregel (Yan et al., "GraphD: Distributed
+//! Vertex-Centric Graph Processing Beyond the Memory Limit", TPDS 2017; `../shared/papers/
+//! graphd-distributed-out-of-core-pregel.md`).
+//!
+//! W ranks (threads under `cargo test`, processes under `mpirun -n W`; see [`crate::transport`])
+//! each own the vertices with hash(name) = name mod W of a partitioned store
+//! ([`partition`]: `outcore partition --store DIR --ranks W [--recode]`). Per rank (§3):
+//! - the state array A of its vertices stays in memory: O(|V|/W);
+//! - the edge stream S^E (adjacency lists in the order of A) is read sequentially through a
+//!   64 KiB buffer, and `skip(k)` over vertices that do not compute seeks only when it leaves the
+//!   buffer ([`streams::EdgeStream`]);
+//! - outgoing messages go to one stream per destination, cut into files of at most
+//!   `--message-file-size` (default 8 MiB); received batches are sorted by target, written, and
+//!   merged into the incoming stream S^I, read in one pass with A and S^E.
+//!
+//! Computation, sending and receiving overlap (§4, [`rank`]): a sending unit ships finished files
+//! (in a ring order that starts after the rank's own id, so ranks do not all send to rank 0
+//! first) while the computing unit goes on; end tags close every step; aggregators and halting
+//! are decided right after computation. With a combiner, files are sorted and combined before
+//! sending. In recoded mode (§5) names are W·pos + rank, so combining happens in memory on both
+//! sides (A_s, A_r) and no external sort or S^I is needed.
+//!
+//! Both program kinds run here. Pregel programs run as written (their `out_neighbors` and
+//! `in_neighbors` are *names*, which `send` accepts; `vertex()` is the dense id). A
+//! [`VertexProgram`] iteration `i` becomes superstep `i`: a vertex applies the combined messages of
+//! iteration `i - 1`, adds its global contribution, and scatters if active; the decision to stop
+//! (`end_iteration`, no active vertex, `max_iterations`) is taken right after the step, and the
+//! messages of a step after which the run stops are dropped unapplied, so the values equal the
+//! in-memory engine's. `combine` is the combiner. Values and messages must be [`Wire`] (fixed-size
+//! encodings) to travel between ranks: algorithms reach this engine through
+//! [`Runner::run_vertex_program_wire`](crate::engine::Runner::run_vertex_program_wire) and
+//! [`Runner::run_pregel_wire`](crate::engine::Runner::run_pregel_wire).
+//!
+//! Checkpoints ([`checkpoint`]): every `--checkpoint-every N` supersteps each rank saves its
+//! values, halted flags and received messages; `--resume` goes on from there.
+//!
+//! Results: rank 0 gathers every value and returns them in dense-id order; the other ranks return
+//! an empty vector (the front ends write results on rank 0 only).
+
+mod checkpoint;
+pub mod partition;
+mod rank;
+mod streams;
+
+use std::sync::Arc;
+
+use crate::engine::Runner;
+use crate::error::Result;
+use crate::program::{
+    Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram, VertexProgram, Wire,
+};
+use crate::transport::{InProcessTransport, Transport};
+use crate::VertexId;
+use rank::{ListCursor, RankSettings, StepProgram, Totals, VertexRecord};
+
+/// The default size of a message file (GraphD's B).
+pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;
+
+/// Options of the pregel engine.
+#[derive(Clone)]
+pub struct PregelOptions {
+    /// Largest outgoing message file (`--message-file-size`).
+    pub message_file_size: u64,
+    /// Run on the recoded partition (`parts-W-recoded`, `--recode`).
+    pub recoded: bool,
+    /// The ranks of the job; `None`: this process alone (one rank).
+    pub transport: Option<Arc<dyn Transport>>,
+    /// Checkpoint every N supersteps (`--checkpoint-every N`).
+    pub checkpoint_every: Option<usize>,
+    /// Go on from the last checkpoint (`--resume`).
+    pub resume: bool,
+}
+
+impl Default for PregelOptions {
+    fn default() -> Self {
+        PregelOptions {
+            message_file_size: DEFAULT_MESSAGE_FILE_SIZE,
+            recoded: false,
+            transport: None,
+            checkpoint_every: None,
+            resume: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for PregelOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PregelOptions")
+            .field("message_file_size", &self.message_file_size)
+            .field("recoded", &self.recoded)
+            .field("checkpoint_every", &self.checkpoint_every)
+            .field("resume", &self.resume)
+            .field("ranks", &self.transport.as_ref().map_or(1, |t| t.ranks()))
+            .finish()
+    }
+}
+
+fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result<T>) -> Result<T> {
+    let options = &runner.options().pregel;
+    match &options.transport {
+        Some(t) => run(t.as_ref()),
+        None => run(&InProcessTransport::single()),
+    }
+}
+
+fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'a> {
+    let options = &runner.options().pregel;
+    RankSettings {
+        transport,
+        recoded: options.recoded,
+        message_file_size: options.message_file_size,
+        checkpoint_every: options.checkpoint_every,
+        resume: options.resume,
+    }
+}
+
+/// Runs a vertex program; values in dense-id order on rank 0, empty on the other ranks.
+pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>>
+where
+    P::Value: Wire,
+    P::Msg: Wire,
+{
+    let graph = runner.graph_info();
+    let adapter = VertexSteps { program, graph };
+    with_transport(runner, |t| rank::run_rank(runner, &adapter, &settings(runner, t)))
+}
+
+/// Runs a Pregel program; values in dense-id order on rank 0, empty on the other ranks.
+pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>>
+where
+    P::Value: Wire,
+    P::Msg: Wire,
+{
+    let graph = runner.graph_info();
+    let adapter = PregelSteps { program, graph };
+    with_transport(runner, |t| rank::run_rank(runner, &adapter, &settings(runner, t)))
+}
+
+/// A vertex program seen as supersteps (see the module docs).
+struct VertexSteps<'a, P> {
+    program: &'a P,
+    graph: GraphInfo,
+}
+
+impl<P: VertexProgram> StepProgram for VertexSteps<'_, P>
+where
+    P::Value: Wire,
+    P::Msg: Wire,
+{
+    type Value = P::Value;
+    type Msg = P::Msg;
+
+    fn init(&self, dense: VertexId) -> P::Value {
+        self.program.init(dense, &self.graph)
+    }
+    fn has_combiner(&self) -> bool {
+        true
+    }
+    fn combine(&self, a: &P::Msg, b: &P::Msg) -> P::Msg {
+        self.program.combine(*a, *b)
+    }
+    fn reads_out_lists(&self) -> bool {
+        self.program.direction() != EdgeDirection::In || !self.graph.directed
+    }
+    fn reads_in_lists(&self) -> bool {
+        self.program.direction() != EdgeDirection::Out && self.graph.directed
+    }
+    fn runs_no_step(&self) -> bool {
+        false
+    }
+    fn wakes(&self, _halted: bool, _has_messages: bool) -> bool {
+        // Every vertex adds its global contribution, and `applies_to_all` programs apply everywhere.
+        true
+    }
+    fn compute(
+        &self,
+        step: usize,
+        vertex: &VertexRecord,
+        value: &mut P::Value,
+        messages: &[P::Msg],
+        lists: &mut ListCursor,
+        previous: &Totals,
+        send: &mut dyn FnMut(u64, P::Msg),
+        totals: &mut Totals,
+    ) -> Result<bool> {
+        let p = self.program;
+        let active = if step == 0 {
+            p.initially_active(vertex.dense, &self.graph)
+        } else if !messages.is_empty() || p.applies_to_all() {
+            let ctx = IterationContext { iteration: step - 1, graph: self.graph, global_sum: previous.sum };
+            p.apply(vertex.dense, value, messages.first().copied().unwrap_or_else(|| p.identity()), &ctx)
+        } else {
+            false
+        };
+        totals.sum += p.global_contribution(vertex.dense, value, vertex.out_degree);
+        if !active {
+            return Ok(true);
+        }
+        totals.awake += 1;
+        if p.max_iterations().is_some_and(|max| step >= max) {
+            return Ok(false);
+        }
+        lists.load()?;
+        let scatter_along = |names: &[u64], weights: &[f64], send: &mut dyn FnMut(u64, P::Msg)| {
+            for (&target, &weight) in names.iter().zip(weights) {
+                let edge = EdgeRef { source: vertex.dense, target, weight, source_out_degree: vertex.out_degree };
+                if let Some(msg) = p.scatter(value, edge) {
+                    send(target, msg);
+                }
+            }
+        };
+        match (p.direction(), self.graph.directed) {
+            (EdgeDirection::Out, _) | (_, false) => scatter_along(&lists.out_names, &lists.out_weights, send),
+            (EdgeDirection::Both, true) => {
+                scatter_along(&lists.out_names, &lists.out_weights, send);
+                scatter_along(&lists.in_names, &lists.in_weights, send);
+            }
+            (EdgeDirection::In, true) => scatter_along(&lists.in_names, &lists.in_weights, send),
+        }
+        Ok(false)
+    }
+    fn fold_aggregate(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn stop_after(&self, step: usize, global: &Totals) -> bool {
+        (step >= 1 && self.program.end_iteration(step - 1, global.awake) == Control::Stop)
+            || global.awake == 0
+            || self.program.max_iterations().is_some_and(|max| step >= max)
+    }
+}
+
+/// A Pregel program, run as written.
+struct PregelSteps<'a, P> {
+    program: &'a P,
+    graph: GraphInfo,
+}
+
+/// What `compute` sees on this engine.
+struct Context<'a, P: PregelProgram> {
+    program: &'a P,
+    vertex: VertexId,
+    superstep: usize,
+    graph: &'a GraphInfo,
+    lists: &'a ListCursor,
+    send: &'a mut dyn FnMut(u64, P::Msg),
+    halted: bool,
+    aggregate: &'a mut Option<f64>,
+    previous_aggregate: f64,
+}
+
+impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
+    fn vertex(&self) -> VertexId {
+        self.vertex
+    }
+    fn superstep(&self) -> usize {
+        self.superstep
+    }
+    fn graph(&self) -> &GraphInfo {
+        self.graph
+    }
+    fn out_neighbors(&self) -> &[VertexId] {
+        &self.lists.out_names
+    }
+    fn out_weights(&self) -> &[f64] {
+        &self.lists.out_weights
+    }
+    fn in_neighbors(&self) -> &[VertexId] {
+        if self.program.needs_in_edges() {
+            &self.lists.in_names
+        } else {
+            &[]
+        }
+    }
+    fn send(&mut self, target: VertexId, message: P::Msg) {
+        (self.send)(target, message);
+    }
+    fn vote_to_halt(&mut self) {
+        self.halted = true;
+    }
+    fn aggregate(&mut self, value: f64) {
+        *self.aggregate = Some(match *self.aggregate {
+            Some(a) => self.program.aggregate(a, value),
+            None => value,
+        });
+    }
+    fn previous_aggregate(&self) -> f64 {
+        self.previous_aggregate
+    }
+}
+
+impl<P: PregelProgram> StepProgram for PregelSteps<'_, P>
+where
+    P::Value: Wire,
+    P::Msg: Wire,
+{
+    type Value = P::Value;
+    type Msg = P::Msg;
+
+    fn init(&self, dense: VertexId) -> P::Value {
+        self.program.init(dense, &self.graph)
+    }
+    fn has_combiner(&self) -> bool {
+        self.program.has_combiner()
+    }
+    fn combine(&self, a: &P::Msg, b: &P::Msg) -> P::Msg {
+        self.program.combine(a, b).expect("has_combiner() programs combine")
+    }
+    fn reads_out_lists(&self) -> bool {
+        true
+    }
+    fn reads_in_lists(&self) -> bool {
+        self.program.needs_in_edges()
+    }
+    fn runs_no_step(&self) -> bool {
+        self.program.max_supersteps() == Some(0)
+    }
+    fn wakes(&self, halted: bool, has_messages: bool) -> bool {
+        !halted || has_messages
+    }
+    fn compute(
+        &self,
+        step: usize,
+        vertex: &VertexRecord,
+        value: &mut P::Value,
+        messages: &[P::Msg],
+        lists: &mut ListCursor,
+        previous: &Totals,
+        send: &mut dyn FnMut(u64, P::Msg),
+        totals: &mut Totals,
+    ) -> Result<bool> {
+        lists.load()?;
+        let mut ctx = Context {
+            program: self.program,
+            vertex: vertex.dense,
+            superstep: step,
+            graph: &self.graph,
+            lists,
+            send,
+            halted: false,
+            aggregate: &mut totals.aggregate,
+            previous_aggregate: previous.aggregate.unwrap_or(0.0),
+        };
+        self.program.compute(&mut ctx, value, messages);
+        let halted = ctx.halted;
+        if !halted {
+            totals.awake += 1;
+        }
+        Ok(halted)
+    }
+    fn fold_aggregate(&self, a: f64, b: f64) -> f64 {
+        self.program.aggregate(a, b)
+    }
+    fn stop_after(&self, step: usize, global: &Totals) -> bool {
+        self.program.end_superstep(step, global.aggregate.unwrap_or(0.0)) == Control::Stop
+            || (global.awake == 0 && global.messages == 0)
+            || self.program.max_supersteps().is_some_and(|max| step + 1 >= max)
+    }
+}

@@ -1,0 +1,908 @@
+//! One rank's superstep loop (GraphD §4): the computing unit U_c (this thread), the sending unit
+//! U_s and the receiving unit U_r (two helper threads), and the end-tag protocol between them.
+//!
+//! Step `s` on every rank:
+//! 1. U_c streams its vertex array A with S^E (and S^I, or A_r in recoded mode) and computes the
+//!    awake vertices. Messages are appended to one buffer per destination; a full buffer
+//!    (`message_file_size`) becomes a file of the outgoing stream and is handed to U_s at once.
+//! 2. U_s sends the finished files while U_c goes on, one file at a time, visiting destinations in
+//!    a ring that starts after its own rank; with a combiner it sorts a file by target and
+//!    combines it first (basic mode) or combines it into the array A_s (recoded mode). When U_c is
+//!    done, U_s sends an end tag to every rank, in the same ring order.
+//! 3. Right after computing, the ranks' aggregators and halting figures are combined
+//!    (`all_gather`, folded in rank order) and each rank decides to stop or go on.
+//! 4. U_r has meanwhile received every batch of step `s` (tag of the step's parity): it sorts each
+//!    batch by target and writes it as a file (or folds it into A_r in recoded mode); after W end
+//!    tags it hands the step's files to U_c. A barrier then makes sure every rank has received all
+//!    of `s` before anyone sends messages of `s + 1`.
+//! 5. In step `s + 1`, the batch files are merged into S^I in one pass, in name order, together
+//!    with A and S^E.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::checkpoint;
+use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
+use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
+use crate::engine::{IterationStats, Runner};
+use crate::error::{Error, IoContext, Result};
+use crate::program::Wire;
+use crate::runtime::{format_size, peak_rss_bytes, IoCounters, ProgressUnit};
+use crate::transport::{Tag, Transport};
+use crate::VertexId;
+
+/// Messages of even and odd supersteps travel on different tags, so a rank that starts sending
+/// step `s + 1` can never be mistaken for one still sending `s`.
+const TAG_MESSAGES: [Tag; 2] = [100, 101];
+/// Final values, sent to rank 0.
+const TAG_RESULTS: Tag = 110;
+const KIND_DATA: u8 = 0;
+const KIND_END: u8 = 1;
+const KIND_STOP: u8 = 2;
+
+/// A vertex of the rank's array A.
+#[derive(Debug, Clone, Copy)]
+pub struct VertexRecord {
+    pub name: u64,
+    pub dense: VertexId,
+    pub out_degree: u64,
+    pub in_degree: u64,
+}
+
+/// Figures of one step, summed over a rank's vertices, then over the ranks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Totals {
+    /// Σ global contributions (vertex programs: the global sum of the next iteration).
+    pub sum: f64,
+    /// The folded aggregate (Pregel programs), if anyone contributed.
+    pub aggregate: Option<f64>,
+    /// Vertices awake after the step (active / not halted).
+    pub awake: u64,
+    pub messages: u64,
+}
+
+impl Totals {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(33);
+        self.sum.put(&mut out);
+        self.aggregate.is_some().put(&mut out);
+        self.aggregate.unwrap_or(0.0).put(&mut out);
+        self.awake.put(&mut out);
+        self.messages.put(&mut out);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Totals {
+        Totals {
+            sum: f64::get(bytes),
+            aggregate: bool::get(&bytes[8..]).then(|| f64::get(&bytes[9..])),
+            awake: u64::get(&bytes[17..]),
+            messages: u64::get(&bytes[25..]),
+        }
+    }
+}
+
+/// The adjacency lists of the vertex being computed, read from S^E only when asked for and
+/// skipped otherwise.
+pub struct ListCursor {
+    out: Option<EdgeStream>,
+    inn: Option<EdgeStream>,
+    weighted: bool,
+    directed: bool,
+    current: VertexRecord,
+    loaded: bool,
+    raw: Vec<u8>,
+    pub out_names: Vec<u64>,
+    pub out_weights: Vec<f64>,
+    pub in_names: Vec<u64>,
+    pub in_weights: Vec<f64>,
+    pub edges_read: u64,
+}
+
+impl ListCursor {
+    fn begin(&mut self, vertex: VertexRecord) {
+        self.current = vertex;
+        self.loaded = false;
+    }
+
+    fn arc_bytes(&self) -> u64 {
+        if self.weighted {
+            16
+        } else {
+            8
+        }
+    }
+
+    /// Reads the current vertex's lists (out-lists, and in-lists when the program reads them;
+    /// on undirected stores the in-lists are the out-lists).
+    pub fn load(&mut self) -> Result<()> {
+        if self.loaded {
+            return Ok(());
+        }
+        self.loaded = true;
+        let arc = self.arc_bytes();
+        let weighted = self.weighted;
+        if let Some(stream) = self.out.as_mut() {
+            stream.read((self.current.out_degree * arc) as usize, &mut self.raw)?;
+            decode_list(&self.raw, weighted, &mut self.out_names, &mut self.out_weights);
+            self.edges_read += self.current.out_degree;
+        }
+        if let Some(stream) = self.inn.as_mut() {
+            stream.read((self.current.in_degree * arc) as usize, &mut self.raw)?;
+            decode_list(&self.raw, weighted, &mut self.in_names, &mut self.in_weights);
+            self.edges_read += self.current.in_degree;
+        } else if !self.directed {
+            self.in_names.clone_from(&self.out_names);
+            self.in_weights.clone_from(&self.out_weights);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.loaded {
+            return Ok(());
+        }
+        let arc = self.arc_bytes();
+        if let Some(stream) = self.out.as_mut() {
+            stream.skip(self.current.out_degree * arc)?;
+        }
+        if let Some(stream) = self.inn.as_mut() {
+            stream.skip(self.current.in_degree * arc)?;
+        }
+        Ok(())
+    }
+
+    fn seeks(&self) -> u64 {
+        self.out.as_ref().map_or(0, |s| s.seeks) + self.inn.as_ref().map_or(0, |s| s.seeks)
+    }
+}
+
+fn decode_list(raw: &[u8], weighted: bool, names: &mut Vec<u64>, weights: &mut Vec<f64>) {
+    names.clear();
+    weights.clear();
+    let arc = if weighted { 16 } else { 8 };
+    for record in raw.chunks_exact(arc) {
+        names.push(u64::get(record));
+        weights.push(if weighted { f64::get(&record[8..]) } else { 1.0 });
+    }
+}
+
+/// What a rank computes: the engine's view of a vertex or Pregel program (see `mod.rs`).
+pub trait StepProgram: Sync {
+    type Value: Wire + Clone + Send + Sync;
+    type Msg: Wire + Clone + Send + Sync;
+
+    fn init(&self, dense: VertexId) -> Self::Value;
+    fn has_combiner(&self) -> bool;
+    /// Folds two messages to one target (only called when `has_combiner`).
+    fn combine(&self, a: &Self::Msg, b: &Self::Msg) -> Self::Msg;
+    fn reads_out_lists(&self) -> bool;
+    fn reads_in_lists(&self) -> bool;
+    /// Steps to run at most before any is computed (Pregel's `max_supersteps() == Some(0)`).
+    fn runs_no_step(&self) -> bool;
+    fn wakes(&self, halted: bool, has_messages: bool) -> bool;
+    /// Computes one vertex; returns whether it halts.
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &self,
+        step: usize,
+        vertex: &VertexRecord,
+        value: &mut Self::Value,
+        messages: &[Self::Msg],
+        lists: &mut ListCursor,
+        previous: &Totals,
+        send: &mut dyn FnMut(u64, Self::Msg),
+        totals: &mut Totals,
+    ) -> Result<bool>;
+    fn fold_aggregate(&self, a: f64, b: f64) -> f64;
+    /// Whether the run ends after `step`, given the step's totals over all ranks.
+    fn stop_after(&self, step: usize, global: &Totals) -> bool;
+}
+
+/// Engine settings of one run.
+pub struct RankSettings<'a> {
+    pub transport: &'a dyn Transport,
+    pub recoded: bool,
+    pub message_file_size: u64,
+    pub checkpoint_every: Option<usize>,
+    pub resume: bool,
+}
+
+enum SenderJob {
+    File { step: usize, dest: usize, path: PathBuf },
+    EndOfStep { step: usize },
+}
+
+/// What U_r hands U_c for one step: sorted batch files, or A_r.
+struct Incoming<M> {
+    files: Vec<PathBuf>,
+    array: Option<Vec<Option<M>>>,
+    batches: u64,
+    bytes: u64,
+}
+
+/// The scratch directory of one rank's message files, removed when the run ends either way.
+struct WorkDir(PathBuf);
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `program` on this rank; returns every vertex's value in dense-id order on rank 0 and an
+/// empty vector on the other ranks.
+pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSettings) -> Result<Vec<S::Value>> {
+    let t = settings.transport;
+    let (rank, ranks) = (t.rank(), t.ranks());
+    let store = runner.store();
+    let info = partition::open(store, ranks, settings.recoded)?;
+    let parts = partition::partition_dir(store, ranks, settings.recoded);
+    let rank_dir = partition::rank_dir(&parts, rank);
+    let counters = store.counters().clone();
+    let vertices = read_vertices(&rank_dir, &info, rank, &counters)?;
+    let n_local = vertices.len();
+    let max_local = info.parts.iter().map(|p| p.vertices).max().unwrap_or(0) as usize;
+    let in_memory_combine = settings.recoded && program.has_combiner();
+    check_budget(runner, program, &info, n_local, max_local, settings, in_memory_combine)?;
+
+    let mut values: Vec<S::Value> = vertices.iter().map(|v| program.init(v.dense)).collect();
+    if program.runs_no_step() {
+        return gather_results(t, &vertices, values, info.vertices);
+    }
+    let work = WorkDir(store.temp_dir()?.join(format!("pregel-{}-rank{rank}-{}", std::process::id(), unique())));
+    std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
+    let record_bytes = 8 + S::Msg::BYTES;
+    let fingerprint = format!("{} on {ranks} ranks, recoded {}", std::any::type_name::<S>(), settings.recoded);
+    let resumed = if settings.resume { resume(t, &rank_dir, &fingerprint, n_local, &work.0, &counters)? } else { None };
+    let first_step = resumed.as_ref().map_or(0, |s| s.next_step);
+
+    let (to_sender, sender_jobs) = crossbeam_channel::unbounded::<SenderJob>();
+    let (to_compute, incoming) = crossbeam_channel::unbounded::<Incoming<S::Msg>>();
+    let outcome = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            sender_unit(t, program, sender_jobs, &counters, settings.recoded, max_local, record_bytes)
+                .inspect_err(|e| t.abort(e))
+        });
+        let receiver = scope.spawn(|| {
+            receiver_unit(
+                t,
+                program,
+                to_compute,
+                &counters,
+                &work.0,
+                in_memory_combine,
+                n_local,
+                record_bytes,
+                first_step,
+            )
+            .inspect_err(|e| t.abort(e))
+        });
+        let computed = compute_unit(
+            runner,
+            program,
+            settings,
+            &info,
+            &rank_dir,
+            &vertices,
+            &mut values,
+            &work.0,
+            to_sender,
+            incoming,
+            record_bytes,
+            &fingerprint,
+            resumed,
+        );
+        match &computed {
+            Ok(_) => {
+                // Ends U_r, which waits for the next step's messages.
+                let _ = t.send(rank, TAG_MESSAGES[computed.as_ref().map_or(0, |s| (s + 1) % 2)], vec![KIND_STOP]);
+            }
+            Err(e) => t.abort(e),
+        }
+        let sent = sender
+            .join()
+            .unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "sender unit panicked".into() }));
+        let received = receiver
+            .join()
+            .unwrap_or_else(|_| Err(Error::Remote { rank: Some(rank), message: "receiver unit panicked".into() }));
+        let steps = computed?;
+        received?;
+        Ok((steps, sent?))
+    });
+    let (_steps, sender_stats) = outcome?;
+
+    // Per-rank figures for the whole job, gathered so that rank 0's stats show every rank.
+    let own = [peak_rss_bytes(), sender_stats.messages_bytes, sender_stats.files, dir_bytes(&rank_dir), n_local as u64];
+    let mut bytes = Vec::new();
+    own.iter().for_each(|x| x.put(&mut bytes));
+    let per_rank: Vec<serde_json::Value> = t
+        .all_gather(bytes)?
+        .iter()
+        .enumerate()
+        .map(|(r, b)| {
+            serde_json::json!({
+                "rank": r,
+                "peak_rss_bytes": u64::get(b),
+                "message_bytes_sent": u64::get(&b[8..]),
+                "message_files_sent": u64::get(&b[16..]),
+                "partition_bytes_on_disk": u64::get(&b[24..]),
+                "vertices": u64::get(&b[32..]),
+            })
+        })
+        .collect();
+    runner.record_extra(
+        "pregel",
+        serde_json::json!({
+            "rank": rank,
+            "ranks": ranks,
+            "recoded": settings.recoded,
+            "message_file_size": settings.message_file_size,
+            "naming": info.naming,
+            "per_rank": per_rank,
+        }),
+    );
+    gather_results(t, &vertices, values, info.vertices)
+}
+
+/// Loads this rank's checkpoint for `--resume` and checks that every rank resumes at the same step.
+fn resume<V: Wire + Clone, M: Wire>(
+    t: &dyn Transport,
+    rank_dir: &Path,
+    fingerprint: &str,
+    n_local: usize,
+    work: &Path,
+    counters: &IoCounters,
+) -> Result<Option<checkpoint::Saved<V, M>>> {
+    let saved = checkpoint::load::<V, M>(rank_dir, fingerprint, n_local, work, counters)?;
+    let at = saved.as_ref().map_or(0, |s| s.next_step as u64);
+    let steps: Vec<u64> = t.all_gather(at.to_le_bytes().to_vec())?.iter().map(|b| u64::get(b)).collect();
+    if steps.iter().any(|&s| s != at) {
+        return Err(Error::invalid(format!(
+            "the ranks' checkpoints are at different supersteps ({steps:?}); run without --resume"
+        )));
+    }
+    Ok(saved)
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0)
+}
+
+fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCounters) -> Result<Vec<VertexRecord>> {
+    let path = dir.join("vertices");
+    let bytes = std::fs::read(&path).context(|| format!("reading {}", path.display()))?;
+    counters.record_read(bytes.len() as u64);
+    if bytes.len() as u64 != info.parts[rank].vertices * VERTEX_RECORD_BYTES {
+        return Err(Error::store(&path, "vertex file does not match partition.json"));
+    }
+    Ok(bytes
+        .chunks_exact(VERTEX_RECORD_BYTES as usize)
+        .map(|r| VertexRecord {
+            name: u64::get(r),
+            dense: u64::get(&r[8..]),
+            out_degree: u64::get(&r[16..]),
+            in_degree: u64::get(&r[24..]),
+        })
+        .collect())
+}
+
+/// Memory of a rank: its vertex array and values, the outgoing buffers (one per destination),
+/// the sender's and receiver's batches, the merge buffers of S^I, and in recoded mode A_s and two
+/// A_r. All but the vertex part are bounded by `message_file_size`.
+fn check_budget<S: StepProgram>(
+    runner: &Runner,
+    _program: &S,
+    info: &PartitionInfo,
+    n_local: usize,
+    max_local: usize,
+    settings: &RankSettings,
+    in_memory_combine: bool,
+) -> Result<()> {
+    let ranks = info.ranks as u64;
+    let b = settings.message_file_size;
+    let value = std::mem::size_of::<S::Value>() as u64;
+    let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
+    let vertex_part = n_local as u64 * (VERTEX_RECORD_BYTES + value + 1);
+    let buffers = (ranks + 5) * b + 3 * EDGE_BUFFER_BYTES as u64;
+    let arrays = if in_memory_combine { (max_local as u64 + 2 * n_local as u64) * slot } else { 0 };
+    let needed = vertex_part + buffers + arrays;
+    let budget = runner.options().memory;
+    if needed > budget.bytes() {
+        return Err(Error::MemoryBudget(format!(
+            "the pregel engine needs about {} on this rank ({n_local} vertices: {}; {} message buffers of {}; \
+             {} for A_s/A_r) but the budget is {budget}; raise --memory, lower --message-file-size or use more ranks",
+            format_size(needed),
+            format_size(vertex_part),
+            ranks + 5,
+            format_size(b),
+            format_size(arrays),
+        )));
+    }
+    Ok(())
+}
+
+struct SenderStats {
+    messages_bytes: u64,
+    files: u64,
+}
+
+/// U_s: sends finished files in ring order, combining them first when the program has a combiner.
+fn sender_unit<S: StepProgram>(
+    t: &dyn Transport,
+    program: &S,
+    jobs: Receiver<SenderJob>,
+    counters: &IoCounters,
+    recoded: bool,
+    max_local: usize,
+    record_bytes: usize,
+) -> Result<SenderStats> {
+    let (rank, ranks) = (t.rank(), t.ranks());
+    let mut pending: Vec<VecDeque<(usize, PathBuf)>> = vec![VecDeque::new(); ranks];
+    let mut end_of: VecDeque<usize> = VecDeque::new();
+    let mut cursor = (rank + 1) % ranks;
+    let mut stats = SenderStats { messages_bytes: 0, files: 0 };
+    // A_s: the combining array of recoded mode, reused for every file.
+    let mut combining: Vec<Option<S::Msg>> =
+        if recoded && program.has_combiner() { vec![None; max_local] } else { Vec::new() };
+    let mut touched: Vec<usize> = Vec::new();
+    loop {
+        // Take what U_c has handed over; block only when there is nothing to do.
+        let nothing_pending = pending.iter().all(VecDeque::is_empty) && end_of.is_empty();
+        let job = if nothing_pending {
+            match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return Ok(stats),
+            }
+        } else {
+            jobs.try_recv().ok()
+        };
+        match job {
+            Some(SenderJob::File { step, dest, path }) => pending[dest].push_back((step, path)),
+            Some(SenderJob::EndOfStep { step }) => end_of.push_back(step),
+            None => {}
+        }
+        if let Some(dest) = (0..ranks).map(|i| (cursor + i) % ranks).find(|&d| !pending[d].is_empty()) {
+            let (step, path) = pending[dest].pop_front().expect("a pending file");
+            let raw = take_file(&path, counters)?;
+            let mut payload = Vec::with_capacity(raw.len() + 1);
+            payload.push(KIND_DATA);
+            if !program.has_combiner() {
+                payload.extend_from_slice(&raw);
+            } else if recoded {
+                combine_in_array(program, &raw, record_bytes, ranks, dest, &mut combining, &mut touched, &mut payload);
+            } else {
+                sort_and_combine(program, &raw, record_bytes, &mut payload);
+            }
+            stats.messages_bytes += payload.len() as u64 - 1;
+            stats.files += 1;
+            t.send(dest, TAG_MESSAGES[step % 2], payload)?;
+            cursor = (dest + 1) % ranks;
+            continue;
+        }
+        // Every file of the oldest finished step is out: its end tags, in ring order.
+        if let Some(step) = end_of.front().copied() {
+            if pending.iter().all(|p| p.iter().all(|(s, _)| *s != step)) {
+                end_of.pop_front();
+                for i in 1..=ranks {
+                    t.send((rank + i) % ranks, TAG_MESSAGES[step % 2], vec![KIND_END])?;
+                }
+            }
+        }
+    }
+}
+
+/// Records of `raw` sorted by target name (stable: equal names keep their order).
+fn sorted_order(raw: &[u8], record_bytes: usize) -> Vec<(u64, u32)> {
+    let mut order: Vec<(u64, u32)> =
+        raw.chunks_exact(record_bytes).enumerate().map(|(i, r)| (u64::get(r), i as u32)).collect();
+    order.sort_unstable();
+    order
+}
+
+/// Basic mode: a file sorted by target and combined, appended to `out`.
+fn sort_and_combine<S: StepProgram>(program: &S, raw: &[u8], record_bytes: usize, out: &mut Vec<u8>) {
+    let order = sorted_order(raw, record_bytes);
+    let mut i = 0;
+    while i < order.len() {
+        let name = order[i].0;
+        let at = |k: usize| &raw[order[k].1 as usize * record_bytes + 8..];
+        let mut folded = S::Msg::get(at(i));
+        i += 1;
+        while i < order.len() && order[i].0 == name {
+            folded = program.combine(&folded, &S::Msg::get(at(i)));
+            i += 1;
+        }
+        name.put(out);
+        folded.put(out);
+    }
+}
+
+/// Recoded mode: a file combined into A_s at `pos = name / W`, emitted in position order.
+#[allow(clippy::too_many_arguments)]
+fn combine_in_array<S: StepProgram>(
+    program: &S,
+    raw: &[u8],
+    record_bytes: usize,
+    ranks: usize,
+    dest: usize,
+    combining: &mut [Option<S::Msg>],
+    touched: &mut Vec<usize>,
+    out: &mut Vec<u8>,
+) {
+    for record in raw.chunks_exact(record_bytes) {
+        let pos = (u64::get(record) / ranks as u64) as usize;
+        let msg = S::Msg::get(&record[8..]);
+        combining[pos] = Some(match combining[pos].take() {
+            Some(old) => program.combine(&old, &msg),
+            None => {
+                touched.push(pos);
+                msg
+            }
+        });
+    }
+    touched.sort_unstable();
+    for &pos in touched.iter() {
+        let msg = combining[pos].take().expect("touched slot");
+        (ranks as u64 * pos as u64 + dest as u64).put(out);
+        msg.put(out);
+    }
+    touched.clear();
+}
+
+/// U_r: receives every step's batches until W end tags, sorts and writes them (or folds them into
+/// A_r), and hands them to U_c.
+#[allow(clippy::too_many_arguments)]
+fn receiver_unit<S: StepProgram>(
+    t: &dyn Transport,
+    program: &S,
+    to_compute: Sender<Incoming<S::Msg>>,
+    counters: &IoCounters,
+    work: &Path,
+    in_memory_combine: bool,
+    n_local: usize,
+    record_bytes: usize,
+    first_step: usize,
+) -> Result<()> {
+    let ranks = t.ranks();
+    for step in first_step.. {
+        let mut incoming =
+            Incoming { files: Vec::new(), array: in_memory_combine.then(|| vec![None; n_local]), batches: 0, bytes: 0 };
+        let mut ends = 0;
+        while ends < ranks {
+            let envelope = t.recv(TAG_MESSAGES[step % 2])?;
+            let (kind, records) = envelope.payload.split_first().ok_or_else(|| corrupt(envelope.from))?;
+            match *kind {
+                KIND_END => ends += 1,
+                KIND_STOP => return Ok(()),
+                KIND_DATA if records.len() % record_bytes == 0 => {
+                    incoming.batches += 1;
+                    incoming.bytes += records.len() as u64;
+                    if let Some(array) = incoming.array.as_mut() {
+                        for record in records.chunks_exact(record_bytes) {
+                            let pos = (u64::get(record) / ranks as u64) as usize;
+                            let slot = array.get_mut(pos).ok_or_else(|| corrupt(envelope.from))?;
+                            let msg = S::Msg::get(&record[8..]);
+                            *slot = Some(match slot.take() {
+                                Some(old) => program.combine(&old, &msg),
+                                None => msg,
+                            });
+                        }
+                    } else {
+                        let mut sorted = Vec::with_capacity(records.len());
+                        for (_, i) in sorted_order(records, record_bytes) {
+                            let at = i as usize * record_bytes;
+                            sorted.extend_from_slice(&records[at..at + record_bytes]);
+                        }
+                        let path = work.join(format!("in-{step}-{}", incoming.files.len()));
+                        write_file(&path, &sorted, counters)?;
+                        incoming.files.push(path);
+                    }
+                }
+                _ => return Err(corrupt(envelope.from)),
+            }
+        }
+        if to_compute.send(incoming).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn corrupt(from: usize) -> Error {
+    Error::Remote { rank: Some(from), message: "malformed message batch".into() }
+}
+
+/// U_c: the superstep loop. Returns the number of steps run.
+#[allow(clippy::too_many_arguments)]
+fn compute_unit<S: StepProgram>(
+    runner: &Runner,
+    program: &S,
+    settings: &RankSettings,
+    info: &PartitionInfo,
+    rank_dir: &Path,
+    vertices: &[VertexRecord],
+    values: &mut [S::Value],
+    work: &Path,
+    to_sender: Sender<SenderJob>,
+    incoming: Receiver<Incoming<S::Msg>>,
+    record_bytes: usize,
+    fingerprint: &str,
+    resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
+) -> Result<usize> {
+    let t = settings.transport;
+    let (rank, ranks) = (t.rank(), t.ranks());
+    let counters = runner.store().counters().clone();
+    let open = |name: &str| EdgeStream::open(&rank_dir.join(name), counters.clone());
+    let mut halted = vec![false; vertices.len()];
+    let mut previous = Totals::default();
+    let mut arrived: Option<Incoming<S::Msg>> = None;
+    let mut first_step = 0;
+    if let Some(saved) = resumed {
+        values.clone_from_slice(&saved.values);
+        halted = saved.halted;
+        previous = saved.previous;
+        first_step = saved.next_step;
+        arrived = Some(Incoming { files: saved.files, array: saved.array, batches: 0, bytes: 0 });
+        runner.record_extra("pregel_resumed_at_superstep", (first_step as u64).into());
+    }
+    let file_size = settings.message_file_size.max(record_bytes as u64) as usize;
+    let mut seq = 0u64;
+    let bar = runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
+    let mut messages: Vec<S::Msg> = Vec::new();
+    for step in first_step.. {
+        runner.cancel_token().check()?;
+        let started = Instant::now();
+        let io_before = runner.io_snapshot();
+        let mut lists = ListCursor {
+            out: if program.reads_out_lists() { Some(open("edges-out")?) } else { None },
+            inn: if program.reads_in_lists() && info.directed { Some(open("edges-in")?) } else { None },
+            weighted: info.weighted,
+            directed: info.directed,
+            current: vertices.first().copied().unwrap_or(VertexRecord {
+                name: 0,
+                dense: 0,
+                out_degree: 0,
+                in_degree: 0,
+            }),
+            loaded: false,
+            raw: Vec::new(),
+            out_names: Vec::new(),
+            out_weights: Vec::new(),
+            in_names: Vec::new(),
+            in_weights: Vec::new(),
+            edges_read: 0,
+        };
+        let (mut merged, mut array, batches, incoming_bytes) = match arrived.take() {
+            None => (None, None, 0, 0),
+            Some(inc) => {
+                let merge_buffer = (2 * file_size / inc.files.len().max(1)).clamp(record_bytes * 2, EDGE_BUFFER_BYTES);
+                let merged = if inc.files.is_empty() {
+                    None
+                } else {
+                    Some(MergedBatches::open(inc.files, record_bytes, merge_buffer, &counters)?)
+                };
+                (merged, inc.array, inc.batches, inc.bytes)
+            }
+        };
+
+        let mut outbox: Vec<Vec<u8>> = vec![Vec::new(); ranks];
+        let mut failure: Option<Error> = None;
+        let mut totals = Totals::default();
+        let mut files_this_step = 0u64;
+        let mut messages_sent = 0u64;
+        let mut send = |name: u64, msg: S::Msg| {
+            messages_sent += 1;
+            let dest = (name % ranks as u64) as usize;
+            let buffer = &mut outbox[dest];
+            if buffer.capacity() == 0 {
+                buffer.reserve_exact(file_size);
+            }
+            name.put(buffer);
+            msg.put(buffer);
+            if buffer.len() + record_bytes > file_size {
+                let path = work.join(format!("out-{step}-{dest}-{seq}"));
+                seq += 1;
+                files_this_step += 1;
+                match write_file(&path, buffer, &counters) {
+                    Ok(()) => {
+                        let _ = to_sender.send(SenderJob::File { step, dest, path });
+                    }
+                    Err(e) => failure = failure.take().or(Some(e)),
+                }
+                buffer.clear();
+            }
+        };
+        let mut computed = 0u64;
+        for (i, vertex) in vertices.iter().enumerate() {
+            messages.clear();
+            if let Some(m) = merged.as_mut() {
+                while let Some(name) = m.peek_name() {
+                    if name > vertex.name {
+                        break;
+                    }
+                    if name < vertex.name {
+                        return Err(Error::Remote {
+                            rank: Some(rank),
+                            message: format!("message for vertex name {name}, which rank {rank} does not own"),
+                        });
+                    }
+                    m.pop_record(&mut |bytes| {
+                        let msg = S::Msg::get(bytes);
+                        match messages.last_mut() {
+                            Some(last) if program.has_combiner() => *last = program.combine(last, &msg),
+                            _ => messages.push(msg),
+                        }
+                    })?;
+                }
+            } else if let Some(slot) = array.as_mut().and_then(|a| a[i].take()) {
+                messages.push(slot);
+            }
+            lists.begin(*vertex);
+            if program.wakes(halted[i], !messages.is_empty()) {
+                computed += 1;
+                halted[i] = program.compute(
+                    step,
+                    vertex,
+                    &mut values[i],
+                    &messages,
+                    &mut lists,
+                    &previous,
+                    &mut send,
+                    &mut totals,
+                )?;
+            }
+            lists.finish()?;
+        }
+        if let Some(name) = merged.as_ref().and_then(MergedBatches::peek_name) {
+            return Err(Error::Remote {
+                rank: Some(rank),
+                message: format!("message for vertex name {name}, which rank {rank} does not own"),
+            });
+        }
+        drop(send);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if let Some(m) = merged {
+            m.remove();
+        }
+        drop(array);
+        // The rest of every outgoing buffer becomes a (last) file of this step.
+        for (dest, buffer) in outbox.iter().enumerate() {
+            if !buffer.is_empty() {
+                let path = work.join(format!("out-{step}-{dest}-{seq}"));
+                seq += 1;
+                files_this_step += 1;
+                write_file(&path, buffer, &counters)?;
+                let _ = to_sender.send(SenderJob::File { step, dest, path });
+            }
+        }
+        drop(outbox);
+        let _ = to_sender.send(SenderJob::EndOfStep { step });
+
+        // Aggregators and halting, right after computing.
+        totals.messages = messages_sent;
+        let global = t
+            .all_gather(totals.encode())?
+            .iter()
+            .map(|b| Totals::decode(b))
+            .reduce(|a, b| Totals {
+                sum: a.sum + b.sum,
+                aggregate: match (a.aggregate, b.aggregate) {
+                    (Some(x), Some(y)) => Some(program.fold_aggregate(x, y)),
+                    (x, y) => x.or(y),
+                },
+                awake: a.awake + b.awake,
+                messages: a.messages + b.messages,
+            })
+            .unwrap_or_default();
+        let stop = program.stop_after(step, &global);
+        // Everything of this step has arrived here; then everywhere (barrier) before step + 1 sends.
+        let received =
+            incoming.recv().map_err(|_| Error::Remote { rank: Some(rank), message: "receiver unit ended".into() })?;
+        t.barrier()?;
+
+        let io = runner.io_snapshot().since(&io_before);
+        let mut stats = IterationStats {
+            iteration: step,
+            active_vertices: computed,
+            edges_processed: lists.edges_read,
+            bytes_read: io.bytes_read,
+            bytes_written: io.bytes_written,
+            seconds: started.elapsed().as_secs_f64(),
+            ..IterationStats::default()
+        };
+        stats.extra.insert("messages_sent".into(), totals.messages.into());
+        stats.extra.insert("messages_sent_all_ranks".into(), global.messages.into());
+        stats.extra.insert("message_files".into(), files_this_step.into());
+        stats.extra.insert("batches_received".into(), batches.into());
+        stats.extra.insert("message_bytes_received".into(), incoming_bytes.into());
+        stats.extra.insert("edge_stream_seeks".into(), lists.seeks().into());
+        stats.extra.insert("awake_after".into(), global.awake.into());
+        runner.record_iteration(stats);
+        bar.inc(1);
+        previous = global;
+        if stop {
+            for path in &received.files {
+                let _ = std::fs::remove_file(path);
+            }
+            if settings.checkpoint_every.is_some() || settings.resume {
+                checkpoint::remove(rank_dir);
+            }
+            bar.finish();
+            return Ok(step);
+        }
+        if settings.checkpoint_every.is_some_and(|n| (step + 1) % n.max(1) == 0) {
+            checkpoint::write(
+                rank_dir,
+                fingerprint,
+                step + 1,
+                &previous,
+                values,
+                &halted,
+                &received.files,
+                received.array.as_deref(),
+                &counters,
+            )?;
+            t.barrier()?;
+            checkpoint::commit(rank_dir)?;
+        }
+        arrived = Some(received);
+    }
+    unreachable!("the superstep loop returns")
+}
+
+/// Sends every rank's values to rank 0, which returns them in dense-id order.
+fn gather_results<V: Wire + Clone>(
+    t: &dyn Transport,
+    vertices: &[VertexRecord],
+    values: Vec<V>,
+    total: u64,
+) -> Result<Vec<V>> {
+    const CHUNK: usize = 1 << 16;
+    for (records, chunk) in vertices.chunks(CHUNK).zip(values.chunks(CHUNK)) {
+        let mut payload = Vec::with_capacity(records.len() * (8 + V::BYTES) + 1);
+        payload.push(KIND_DATA);
+        for (v, value) in records.iter().zip(chunk) {
+            v.dense.put(&mut payload);
+            value.put(&mut payload);
+        }
+        t.send(0, TAG_RESULTS, payload)?;
+    }
+    t.send(0, TAG_RESULTS, vec![KIND_END])?;
+    drop(values);
+    if t.rank() != 0 {
+        return Ok(Vec::new());
+    }
+    let mut all: Vec<Option<V>> = vec![None; total as usize];
+    let mut ends = 0;
+    while ends < t.ranks() {
+        let envelope = t.recv(TAG_RESULTS)?;
+        match envelope.payload.split_first() {
+            Some((&KIND_END, _)) => ends += 1,
+            Some((&KIND_DATA, records)) => {
+                for record in records.chunks_exact(8 + V::BYTES) {
+                    let dense = u64::get(record) as usize;
+                    *all.get_mut(dense).ok_or_else(|| corrupt(envelope.from))? = Some(V::get(&record[8..]));
+                }
+            }
+            _ => return Err(corrupt(envelope.from)),
+        }
+    }
+    all.into_iter()
+        .enumerate()
+        .map(|(v, value)| {
+            value.ok_or_else(|| Error::Remote { rank: None, message: format!("no rank sent vertex {v}") })
+        })
+        .collect()
+}

@@ -1,0 +1,203 @@
+//! The disk streams of one rank (GraphD §3.2): the edge stream S^E read through a 64 KiB buffer
+//! with `skip`, and the message files (outgoing splits and received batches) with the k-way
+//! merge that turns the received batches into the incoming stream S^I.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+use crate::runtime::IoCounters;
+
+/// The buffer of an edge stream (GraphD's 64 KiB).
+pub const EDGE_BUFFER_BYTES: usize = 64 << 10;
+
+/// A sequential reader of an edge stream. `skip(k)` over the lists of inactive vertices moves
+/// inside the buffer when it can and seeks only when the target lies beyond it.
+pub struct EdgeStream {
+    path: PathBuf,
+    file: File,
+    counters: IoCounters,
+    buffer: Vec<u8>,
+    /// Valid bytes in `buffer` and the read position inside it.
+    filled: usize,
+    at: usize,
+    pub seeks: u64,
+}
+
+impl EdgeStream {
+    pub fn open(path: &Path, counters: IoCounters) -> Result<EdgeStream> {
+        let file = File::open(path).context(|| format!("opening {}", path.display()))?;
+        Ok(EdgeStream {
+            path: path.to_path_buf(),
+            file,
+            counters,
+            buffer: vec![0; EDGE_BUFFER_BYTES],
+            filled: 0,
+            at: 0,
+            seeks: 0,
+        })
+    }
+
+    /// Reads the next `bytes` bytes into `out` (cleared first).
+    pub fn read(&mut self, bytes: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        while out.len() < bytes {
+            if self.at == self.filled {
+                self.refill()?;
+            }
+            let take = (bytes - out.len()).min(self.filled - self.at);
+            out.extend_from_slice(&self.buffer[self.at..self.at + take]);
+            self.at += take;
+        }
+        Ok(())
+    }
+
+    /// Skips the next `bytes` bytes.
+    pub fn skip(&mut self, bytes: u64) -> Result<()> {
+        let left = (self.filled - self.at) as u64;
+        if bytes <= left {
+            self.at += bytes as usize;
+            return Ok(());
+        }
+        let path = &self.path;
+        self.file
+            .seek(SeekFrom::Current((bytes - left) as i64))
+            .context(|| format!("seeking in {}", path.display()))?;
+        self.seeks += 1;
+        self.filled = 0;
+        self.at = 0;
+        Ok(())
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        let path = &self.path;
+        let n = self.file.read(&mut self.buffer).context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Err(crate::Error::store(path, "edge stream ends early"));
+        }
+        self.counters.record_read(n as u64);
+        self.filled = n;
+        self.at = 0;
+        Ok(())
+    }
+}
+
+/// Writes `bytes` as a new message file.
+pub fn write_file(path: &Path, bytes: &[u8], counters: &IoCounters) -> Result<()> {
+    let mut file = File::create(path).context(|| format!("creating {}", path.display()))?;
+    file.write_all(bytes).context(|| format!("writing {}", path.display()))?;
+    counters.record_write(bytes.len() as u64);
+    Ok(())
+}
+
+/// Reads a whole message file and deletes it.
+pub fn take_file(path: &Path, counters: &IoCounters) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).context(|| format!("reading {}", path.display()))?;
+    counters.record_read(bytes.len() as u64);
+    std::fs::remove_file(path).context(|| format!("removing {}", path.display()))?;
+    Ok(bytes)
+}
+
+/// One sorted batch file being merged: a buffered reader of `record`-byte records.
+struct BatchReader {
+    file: File,
+    counters: IoCounters,
+    buffer: Vec<u8>,
+    filled: usize,
+    at: usize,
+    record: usize,
+}
+
+impl BatchReader {
+    fn next(&mut self, path: &Path) -> Result<Option<&[u8]>> {
+        if self.at + self.record > self.filled {
+            // Keep the partial record, refill behind it.
+            self.buffer.copy_within(self.at..self.filled, 0);
+            self.filled -= self.at;
+            self.at = 0;
+            while self.filled < self.record {
+                let n = self
+                    .file
+                    .read(&mut self.buffer[self.filled..])
+                    .context(|| format!("reading {}", path.display()))?;
+                if n == 0 {
+                    if self.filled == 0 {
+                        return Ok(None);
+                    }
+                    return Err(crate::Error::store(path, "message batch ends inside a record"));
+                }
+                self.counters.record_read(n as u64);
+                self.filled += n;
+            }
+        }
+        let record = &self.buffer[self.at..self.at + self.record];
+        self.at += self.record;
+        Ok(Some(record))
+    }
+}
+
+/// The incoming message stream S^I: a k-way merge by target name of sorted batch files, each read
+/// through its own buffer. Records are `name u64 · message`.
+pub struct MergedBatches {
+    paths: Vec<PathBuf>,
+    readers: Vec<BatchReader>,
+    /// (name, reader) of each reader's current record.
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    current: Vec<Vec<u8>>,
+}
+
+impl MergedBatches {
+    pub fn open(paths: Vec<PathBuf>, record: usize, buffer_bytes: usize, counters: &IoCounters) -> Result<Self> {
+        let buffer_bytes = buffer_bytes.max(record * 2);
+        let mut merged = MergedBatches { paths, readers: Vec::new(), heap: BinaryHeap::new(), current: Vec::new() };
+        for i in 0..merged.paths.len() {
+            let path = &merged.paths[i];
+            let file = File::open(path).context(|| format!("opening {}", path.display()))?;
+            merged.readers.push(BatchReader {
+                file,
+                counters: counters.clone(),
+                buffer: vec![0; buffer_bytes],
+                filled: 0,
+                at: 0,
+                record,
+            });
+            merged.current.push(Vec::with_capacity(record));
+            merged.advance(i)?;
+        }
+        Ok(merged)
+    }
+
+    fn advance(&mut self, i: usize) -> Result<()> {
+        if let Some(record) = self.readers[i].next(&self.paths[i])? {
+            self.current[i].clear();
+            self.current[i].extend_from_slice(record);
+            let name = u64::from_le_bytes(record[..8].try_into().unwrap());
+            self.heap.push(Reverse((name, i)));
+        }
+        Ok(())
+    }
+
+    /// The smallest target name still to come.
+    pub fn peek_name(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse((name, _))| *name)
+    }
+
+    /// Calls `take` with the message bytes of every record addressed to the smallest name.
+    pub fn pop_record(&mut self, take: &mut dyn FnMut(&[u8])) -> Result<()> {
+        if let Some(Reverse((_, i))) = self.heap.pop() {
+            take(&self.current[i][8..]);
+            self.advance(i)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the batch files.
+    pub fn remove(self) {
+        for path in &self.paths {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The pregel engine against the in-memory reference engine: every algorithm it runs with
+//! W = 1, 2, 3, 4 ranks (threads over the in-process transport), basic and recoded, on a directed
+//! weighted RMAT graph and an undirected Erdős–Rényi graph; message files far smaller than a
+//! step's messages, so that splitting, ring sending, merge-sorting and the k-way merge of S^I all
+//! happen; a failing rank; the partition files and the budget check.
+
+use std::sync::Arc;
+
+use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
+use outcore::engine::pregel::{partition, PregelOptions};
+use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::{Direction, Store};
+use outcore::transport::{InProcessTransport, Transport};
+use outcore::Error;
+
+const ALGORITHMS: [&str; 6] = ["pr", "pr-delta", "sssp", "bfs", "wcc", "cdlp"];
+
+struct TestGraph {
+    _dir: tempfile::TempDir,
+    store: Store,
+    source: String,
+}
+
+fn graph<G: EdgeGenerator + 'static>(generator: G, undirected: bool) -> TestGraph {
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        ImportOptions { undirected: Some(undirected), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let (store, _) =
+        generate_into_store(generator, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    let offsets = store.csr(Direction::Out).unwrap().load().unwrap().offsets;
+    let busiest = (0..store.num_vertices()).max_by_key(|&v| offsets[v as usize + 1] - offsets[v as usize]).unwrap();
+    let source = store.ids().unwrap().original(busiest).unwrap().to_string();
+    TestGraph { _dir: dir, store, source }
+}
+
+/// RMAT scale 8 (256 vertices, ~4000 arcs), directed, weighted.
+fn rmat() -> TestGraph {
+    graph(
+        Rmat::new(RmatConfig { scale: 8, edge_factor: 16, seed: 5, weights: true, ..RmatConfig::default() }).unwrap(),
+        false,
+    )
+}
+
+/// G(300, 1500), undirected, weighted.
+fn er() -> TestGraph {
+    let config = ErdosRenyiConfig { vertices: 300, edges: 1500, seed: 3, self_loops: false, weights: true };
+    graph(ErdosRenyi::new(config).unwrap(), true)
+}
+
+fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
+    let mut p = AlgorithmParams::default();
+    match algorithm {
+        "bfs" | "sssp" => p.source = Some(g.source.clone()),
+        "pr" | "cdlp" => p.iterations = Some(10),
+        _ => {}
+    }
+    p
+}
+
+fn inmem(store: &Store, algorithm: &str, params: &AlgorithmParams) -> AlgorithmResult {
+    let options =
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() };
+    run_algorithm(&Runner::new(store, options), algorithm, params).unwrap()
+}
+
+/// Runs `algorithm` on `ranks` in-process ranks; returns rank 0's result and every rank's stats.
+fn pregel(
+    store: &Store,
+    ranks: usize,
+    recoded: bool,
+    message_file_size: u64,
+    algorithm: &str,
+    params: &AlgorithmParams,
+) -> outcore::Result<(AlgorithmResult, Vec<RunStats>)> {
+    let outcomes = InProcessTransport::run(ranks, |t| {
+        let options = RunOptions {
+            engine: EngineKind::Pregel,
+            memory: MemoryBudget::new(64 << 20),
+            pregel: PregelOptions {
+                message_file_size,
+                recoded,
+                transport: Some(Arc::new(t.clone())),
+                ..PregelOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        let runner = Runner::new(store, options);
+        let result = run_algorithm(&runner, algorithm, params)?;
+        Ok((result, runner.finish(algorithm)))
+    })?;
+    let stats = outcomes.iter().map(|(_, s)| s.clone()).collect();
+    Ok((outcomes.into_iter().next().unwrap().0, stats))
+}
+
+fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResult, what: &str) {
+    assert_eq!(expected.columns.len(), got.columns.len(), "{what}");
+    for ((en, ec), (gn, gc)) in expected.columns.iter().zip(&got.columns) {
+        assert_eq!(en, gn, "{what}");
+        match (ec, gc) {
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr" => {
+                for (v, (a, b)) in e.iter().zip(g).enumerate() {
+                    assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-15, "{what}: vertex {v}: {a} vs {b}");
+                }
+            }
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr-delta" => {
+                let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
+                assert!(l1 <= 2.0 * 1e-9 * 0.85 / 0.15, "{what}: L1 distance {l1}");
+            }
+            _ => assert!(ec == gc, "{what}: column {en} differs"),
+        }
+    }
+}
+
+fn per_step(stats: &RunStats, key: &str) -> u64 {
+    stats.per_iteration.iter().map(|i| i.extra[key].as_u64().unwrap()).sum()
+}
+
+/// Every algorithm on W = 1..=4 ranks equals inmem; 4 KiB message files, so every step of pr cuts
+/// each destination's stream into several files.
+fn equals_inmem_on_1_to_4_ranks(name: &str, g: &TestGraph, recoded: bool) {
+    for ranks in 1..=4 {
+        partition::partition(&g.store, ranks, recoded, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
+            .unwrap();
+        for algorithm in ALGORITHMS {
+            let p = params(g, algorithm);
+            let expected = inmem(&g.store, algorithm, &p);
+            let (got, stats) = pregel(&g.store, ranks, recoded, 4096, algorithm, &p).unwrap();
+            let what = format!("{name} {algorithm} W={ranks} recoded={recoded}");
+            assert_same(algorithm, &expected, &got, &what);
+            assert_eq!(stats.len(), ranks);
+            assert_eq!(stats[0].engine, "pregel");
+            let files: u64 = stats.iter().map(|s| per_step(s, "message_files")).sum();
+            let sent: u64 = stats.iter().map(|s| per_step(s, "messages_sent")).sum();
+            // 16-byte records (name + u64/f64 message): at most 256 in a file of 4 KiB.
+            assert!(files * 256 >= sent && (sent < 4000 || files > 10), "{what}: {files} files, {sent} messages");
+            if ranks > 1 && algorithm == "pr" {
+                let received: u64 = stats.iter().map(|s| per_step(s, "batches_received")).sum();
+                assert!(received >= files, "{what}: {received} batches received of {files} files");
+                let extra = &stats[0].extra["pregel"];
+                assert_eq!(extra["per_rank"].as_array().unwrap().len(), ranks, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn directed_rmat_basic_equals_inmem() {
+    equals_inmem_on_1_to_4_ranks("rmat", &rmat(), false);
+}
+
+#[test]
+fn directed_rmat_recoded_equals_inmem() {
+    equals_inmem_on_1_to_4_ranks("rmat", &rmat(), true);
+}
+
+#[test]
+fn undirected_er_basic_equals_inmem() {
+    equals_inmem_on_1_to_4_ranks("er", &er(), false);
+}
+
+#[test]
+fn undirected_er_recoded_equals_inmem() {
+    equals_inmem_on_1_to_4_ranks("er", &er(), true);
+}
+
+#[test]
+fn default_file_size_and_single_rank_without_transport_equal_inmem() {
+    let g = rmat();
+    partition::partition(&g.store, 1, false, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    for algorithm in ALGORITHMS {
+        let p = params(&g, algorithm);
+        let options =
+            RunOptions { engine: EngineKind::Pregel, memory: MemoryBudget::new(64 << 20), ..RunOptions::default() };
+        let got = run_algorithm(&Runner::new(&g.store, options), algorithm, &p).unwrap();
+        assert_same(algorithm, &inmem(&g.store, algorithm, &p), &got, algorithm);
+    }
+}
+
+#[test]
+fn missing_partition_and_small_budget_are_clear_errors() {
+    let g = er();
+    let p = params(&g, "pr");
+    let err = pregel(&g.store, 3, false, 1024, "pr", &p).unwrap_err();
+    assert!(matches!(err, Error::Store { .. }), "{err}");
+    assert!(err.to_string().contains("outcore partition --store") && err.to_string().contains("--ranks 3"), "{err}");
+    partition::partition(&g.store, 2, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    let err = InProcessTransport::run(2, |t| {
+        let options = RunOptions {
+            engine: EngineKind::Pregel,
+            memory: MemoryBudget::new(1 << 20),
+            pregel: PregelOptions {
+                message_file_size: 8 << 20,
+                recoded: true,
+                transport: Some(Arc::new(t.clone())),
+                ..PregelOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        run_algorithm(&Runner::new(&g.store, options), "pr", &p)
+    })
+    .unwrap_err();
+    assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
+    assert!(err.to_string().contains("--message-file-size"), "{err}");
+}
+
+#[test]
+fn partition_files_hold_every_vertex_and_arc_once() {
+    let g = rmat();
+    let n = g.store.num_vertices();
+    for (ranks, recoded) in [(3, false), (3, true)] {
+        let info = partition::partition(
+            &g.store,
+            ranks,
+            recoded,
+            MemoryBudget::new(64 << 20),
+            &NoProgress,
+            &CancelToken::new(),
+        )
+        .unwrap();
+        assert_eq!(partition::open(&g.store, ranks, recoded).unwrap(), info);
+        assert_eq!(info.parts.iter().map(|p| p.vertices).sum::<u64>(), n);
+        assert_eq!(info.parts.iter().map(|p| p.out_arcs).sum::<u64>(), g.store.num_arcs());
+        assert_eq!(info.parts.iter().map(|p| p.in_arcs).sum::<u64>(), g.store.num_arcs());
+        let dir = partition::partition_dir(&g.store, ranks, recoded);
+        let mut dense_seen = vec![false; n as usize];
+        for rank in 0..ranks {
+            let bytes = std::fs::read(partition::rank_dir(&dir, rank).join("vertices")).unwrap();
+            let mut previous = None;
+            for (pos, r) in bytes.chunks_exact(32).enumerate() {
+                let name = u64::from_le_bytes(r[..8].try_into().unwrap());
+                let dense = u64::from_le_bytes(r[8..16].try_into().unwrap());
+                assert_eq!(name % ranks as u64, rank as u64, "hash(name) = name mod W");
+                if recoded {
+                    assert_eq!(name, (ranks * pos + rank) as u64, "recoded name = W·pos + rank");
+                }
+                assert!(previous < Some(name), "names ascend along A");
+                previous = Some(name);
+                assert!(!std::mem::replace(&mut dense_seen[dense as usize], true));
+            }
+            let out = std::fs::metadata(partition::rank_dir(&dir, rank).join("edges-out")).unwrap().len();
+            assert_eq!(out, info.parts[rank].out_arcs * 16, "weighted arcs are name + weight");
+        }
+        assert!(dense_seen.iter().all(|&s| s));
+        // No temporary directory is left behind.
+        let leftovers: Vec<_> = std::fs::read_dir(g.store.dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
+/// Cancels its token once `after` supersteps have finished: a rank that "crashes" mid-run.
+struct CrashAfter {
+    after: u64,
+    cancel: CancelToken,
+}
+
+struct CountingBar {
+    steps: std::sync::atomic::AtomicU64,
+    after: u64,
+    cancel: CancelToken,
+}
+
+impl outcore::runtime::ProgressBar for CountingBar {
+    fn inc(&self, delta: u64) {
+        if self.steps.fetch_add(delta, std::sync::atomic::Ordering::SeqCst) + delta >= self.after {
+            self.cancel.cancel();
+        }
+    }
+    fn set_position(&self, _: u64) {}
+    fn set_message(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
+impl outcore::runtime::Progress for CrashAfter {
+    fn start(
+        &self,
+        _: &str,
+        _: Option<u64>,
+        _: outcore::runtime::ProgressUnit,
+    ) -> Box<dyn outcore::runtime::ProgressBar> {
+        Box::new(CountingBar { steps: 0.into(), after: self.after, cancel: self.cancel.clone() })
+    }
+    fn note(&self, _: &str) {}
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
+    let g = rmat();
+    for (algorithm, recoded) in [("pr", true), ("pr", false), ("cdlp", false), ("cdlp", true)] {
+        partition::partition(&g.store, 3, recoded, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
+            .unwrap();
+        let p = params(&g, algorithm);
+        let run = |crash_after: Option<u64>, resume: bool| {
+            InProcessTransport::run(3, |t| {
+                let options = RunOptions {
+                    engine: EngineKind::Pregel,
+                    memory: MemoryBudget::new(64 << 20),
+                    pregel: PregelOptions {
+                        message_file_size: 4096,
+                        recoded,
+                        transport: Some(Arc::new(t.clone())),
+                        checkpoint_every: Some(3),
+                        resume,
+                    },
+                    ..RunOptions::default()
+                };
+                let cancel = CancelToken::new();
+                let mut runner = Runner::new(&g.store, options).with_cancel(cancel.clone());
+                // Rank 1 dies after 5 supersteps (a checkpoint was taken after 3: resuming at an odd step
+                // also checks that the message tags of the steps' parity line up again).
+                if let (Some(after), 1) = (crash_after, t.rank()) {
+                    runner = runner.with_progress(Arc::new(CrashAfter { after, cancel }));
+                }
+                let result = run_algorithm(&runner, algorithm, &p)?;
+                Ok((result, runner.finish(algorithm)))
+            })
+        };
+        let what = format!("{algorithm} recoded={recoded}");
+        let crashed = run(Some(5), false).unwrap_err();
+        assert!(matches!(crashed, Error::Interrupted), "{what}: {crashed}");
+        let (resumed, stats) = run(None, true).unwrap().into_iter().next().unwrap();
+        assert_eq!(stats.extra["pregel_resumed_at_superstep"], 3, "{what}");
+        assert_eq!(stats.per_iteration.first().unwrap().iteration, 3, "{what}: starts after the checkpoint");
+        assert_same(algorithm, &inmem(&g.store, algorithm, &p), &resumed, &what);
+        let dir = partition::rank_dir(&partition::partition_dir(&g.store, 3, recoded), 0);
+        assert!(!dir.join("checkpoint").exists(), "{what}: a completed run removes its checkpoint");
+    }
+}
