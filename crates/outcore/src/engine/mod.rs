@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod inmem;
+pub mod nwsm;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -32,10 +33,12 @@ pub enum EngineKind {
     Stream,
     /// Semi-external vertex-centric with page cache, BASC static cache and Norder.
     Cache,
+    /// Nested windowed streaming for neighborhood queries (TurboGraph++): tc, lcc.
+    Nwsm,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "nwsm"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
@@ -43,10 +46,8 @@ impl EngineKind {
             "inmem" | "in-memory" => Ok(EngineKind::InMemory),
             "stream" => Ok(EngineKind::Stream),
             "cache" => Ok(EngineKind::Cache),
-            other => Err(Error::invalid(format!(
-                "unknown engine '{other}' (available: {})",
-                Self::NAMES.join(", ")
-            ))),
+            "nwsm" => Ok(EngineKind::Nwsm),
+            other => Err(Error::invalid(format!("unknown engine '{other}' (available: {})", Self::NAMES.join(", ")))),
         }
     }
 
@@ -56,6 +57,7 @@ impl EngineKind {
             EngineKind::InMemory => "inmem",
             EngineKind::Stream => "stream",
             EngineKind::Cache => "cache",
+            EngineKind::Nwsm => "nwsm",
         }
     }
 }
@@ -69,6 +71,8 @@ pub struct RunOptions {
     pub stream: stream::StreamOptions,
     /// Options of the cache engine (page size, static cache).
     pub cache: cache::CacheOptions,
+    /// Options of the nwsm engine (page size, ranks).
+    pub nwsm: nwsm::NwsmOptions,
 }
 
 impl Default for RunOptions {
@@ -78,6 +82,7 @@ impl Default for RunOptions {
             memory: MemoryBudget::default_for_machine(),
             stream: stream::StreamOptions::default(),
             cache: cache::CacheOptions::default(),
+            nwsm: nwsm::NwsmOptions::default(),
         }
     }
 }
@@ -256,6 +261,7 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
+            EngineKind::Nwsm => Err(not_available(self.engine, "vertex programs")),
         }
     }
 
@@ -265,6 +271,25 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
             other => Err(not_available(other, "Pregel programs")),
         }
+    }
+
+    /// Runs a k-walk neighborhood query (TurboGraph++, [`nwsm::NeighborhoodQuery`]): with nested
+    /// windowed streaming on nwsm, on the whole graph in memory on inmem.
+    pub fn run_neighborhood_query<Q: nwsm::NeighborhoodQuery>(
+        &self,
+        query: &Q,
+    ) -> Result<nwsm::QueryResult<Q::Output>> {
+        match self.engine {
+            EngineKind::Nwsm => nwsm::run_query(self, query),
+            EngineKind::InMemory | EngineKind::Auto => inmem::run_neighborhood_query(self, query),
+            other => Err(not_available(other, "neighborhood queries")),
+        }
+    }
+
+    /// True when the engine runs neighborhood queries rather than Pregel programs, so that
+    /// algorithms with both forms (lcc) choose the query.
+    pub fn prefers_neighborhood_queries(&self) -> bool {
+        self.engine == EngineKind::Nwsm
     }
 
     /// The cache engine's state (see [`cache`]).
