@@ -45,6 +45,7 @@ fn exit_code(error: &anyhow::Error) -> i32 {
         Some(outcore::Error::Io { .. }) => 74,
         Some(outcore::Error::MemoryBudget(_)) => 75,
         Some(outcore::Error::Interrupted) => 130,
+        Some(outcore::Error::Remote { .. }) => 70,
         None => 1,
     }
 }

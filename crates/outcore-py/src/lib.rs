@@ -38,7 +38,7 @@ fn to_py_err(error: outcore::Error) -> PyErr {
         outcore::Error::MemoryBudget(_) => MemoryBudgetError::new_err(message),
         outcore::Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         outcore::Error::InvalidArgument(_) => pyo3::exceptions::PyValueError::new_err(message),
-        outcore::Error::Io { .. } => OutcoreError::new_err(message),
+        outcore::Error::Io { .. } | outcore::Error::Remote { .. } => OutcoreError::new_err(message),
     }
 }
 

@@ -35,6 +35,17 @@ pub enum Error {
     /// The run was cancelled (Ctrl-C, Python KeyboardInterrupt).
     #[error("interrupted")]
     Interrupted,
+    /// Another rank of a distributed run failed (or the transport between ranks did): this
+    /// rank cannot go on. `rank` is the rank that failed first when known.
+    #[error("{}", remote(rank, message))]
+    Remote { rank: Option<usize>, message: String },
+}
+
+fn remote(rank: &Option<usize>, message: &str) -> String {
+    match rank {
+        Some(r) => format!("rank {r} failed: {message}"),
+        None => format!("distributed run failed: {message}"),
+    }
 }
 
 fn location(file: &Path, line: &Option<u64>) -> String {

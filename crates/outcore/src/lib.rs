@@ -15,6 +15,7 @@ pub mod program;
 pub mod report;
 pub mod runtime;
 pub mod store;
+pub mod transport;
 pub mod validate;
 
 pub use error::{Error, Result};
