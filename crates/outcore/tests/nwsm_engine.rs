@@ -132,6 +132,14 @@ fn check_rmat(g: &Graph, store: &Store, memory: u64, ranks: usize, context: &str
         figure(&runner, "nwsm_updates_spilled"),
         figure(&runner, "nwsm_page_evictions"),
     );
+    let (remote, served) = (figure(&runner, "nwsm_remote_pages"), figure(&runner, "nwsm_pages_served"));
+    assert_eq!(remote, served, "{context}: every remote page is served by its owner");
+    if ranks > 1 {
+        assert!(remote > 0.0, "{context}: no page came from another rank");
+        assert!(figure(&runner, "nwsm_updates_to_other_ranks") > 0.0, "{context}: no update crossed ranks");
+    } else {
+        assert_eq!(remote, 0.0);
+    }
     let want = run(&inmem_runner(store), "lcc", &params());
     let got = run(&nwsm(store, memory, 512, ranks), "lcc", &params());
     assert_same(&got, &want, &format!("{context}: lcc"));

@@ -12,7 +12,6 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::query::{GatherValue, NeighborhoodQuery};
@@ -204,30 +203,44 @@ impl<V: GatherValue> Drop for GlobalGather<V> {
     }
 }
 
-/// A scatter task's local gather buffer over the global gather buffers of all ranks.
+/// Where a local gather buffer hands its combined updates: the owner rank's global gather
+/// buffer, in memory for this rank's vertices, over the transport for the others'.
+pub trait UpdateSink<V>: Sync {
+    fn deliver(&self, rank: usize, batch: &[(u32, V)]) -> Result<()>;
+}
+
+/// Updates as bytes for the transport: 12 bytes each (target u32, value u64), little-endian.
+pub fn encode_updates<V: GatherValue>(batch: &[(u32, V)]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(batch.len() * SPILL_RECORD_BYTES);
+    for &(target, value) in batch {
+        bytes.extend_from_slice(&target.to_le_bytes());
+        bytes.extend_from_slice(&value.to_bits().to_le_bytes());
+    }
+    bytes
+}
+
+pub fn decode_updates<V: GatherValue>(bytes: &[u8]) -> Vec<(u32, V)> {
+    bytes
+        .chunks_exact(SPILL_RECORD_BYTES)
+        .map(|r| {
+            let target = u32::from_le_bytes(r[..4].try_into().unwrap());
+            (target, V::from_bits(u64::from_le_bytes(r[4..].try_into().unwrap())))
+        })
+        .collect()
+}
+
+/// A scatter task's local gather buffer (`LGB^l`).
 pub struct LocalGather<'g, V: GatherValue> {
     capacity: usize,
     updates: Vec<(u32, V)>,
     /// First BBP id of every rank, plus |V|.
     rank_starts: &'g [u64],
-    globals: &'g [Mutex<GlobalGather<V>>],
-    /// The rank this task runs on (updates to other ranks count as sent over the network).
-    home: usize,
-    pub sent: u64,
-    pub sent_remote: u64,
+    sink: &'g dyn UpdateSink<V>,
 }
 
 impl<'g, V: GatherValue> LocalGather<'g, V> {
-    pub fn new(capacity: usize, rank_starts: &'g [u64], globals: &'g [Mutex<GlobalGather<V>>], home: usize) -> Self {
-        LocalGather {
-            capacity: capacity.max(16),
-            updates: Vec::with_capacity(capacity.max(16)),
-            rank_starts,
-            globals,
-            home,
-            sent: 0,
-            sent_remote: 0,
-        }
+    pub fn new(capacity: usize, rank_starts: &'g [u64], sink: &'g dyn UpdateSink<V>) -> Self {
+        LocalGather { capacity: capacity.max(16), updates: Vec::with_capacity(capacity.max(16)), rank_starts, sink }
     }
 
     pub fn push<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q, target: VertexId, value: V) -> Result<()> {
@@ -258,15 +271,7 @@ impl<'g, V: GatherValue> LocalGather<'g, V> {
         while start < self.updates.len() {
             let rank = self.rank_starts.partition_point(|&s| s <= self.updates[start].0 as u64) - 1;
             let end = start + self.updates[start..].partition_point(|u| (u.0 as u64) < self.rank_starts[rank + 1]);
-            let batch = &self.updates[start..end];
-            self.sent += batch.len() as u64;
-            let mut global = self.globals[rank].lock().unwrap();
-            if rank != self.home {
-                self.sent_remote += batch.len() as u64;
-                global.stats.updates_to_other_ranks += batch.len() as u64;
-            }
-            global.stats.updates_sent += batch.len() as u64;
-            global.gather(query, batch)?;
+            self.sink.deliver(rank, &self.updates[start..end])?;
             start = end;
         }
         self.updates.clear();

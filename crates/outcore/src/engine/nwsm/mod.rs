@@ -25,17 +25,20 @@
 //! range in memory and spills the others to disk partitions, gathered range by range before
 //! apply with double buffering (Algorithms 2–4).
 //!
-//! **Ranks.** `NwsmOptions::ranks = p` runs p ranks in this process, one thread each, over a
-//! `bbp-p-q` layout: each rank streams its own level-1 windows with its own buffer manager
-//! (budget / p) and reads the pages of other ranks' vertices for level 2 from their page files
-//! (counted as remote page reads); updates to other ranks' vertices go to their global gather
-//! buffers. The MPI transport of issue 7 is not used yet: remote pages are read from the shared
-//! store, not shipped by their owner.
+//! **Ranks** (§4.1). `NwsmOptions::ranks = p` runs p ranks over a `bbp-p-q` layout through the
+//! [`Transport`] trait (issue 7): here [`InProcessTransport`], one thread per rank. Each rank
+//! streams its own level-1 windows with its own buffer manager (budget / p); pages of other
+//! ranks' vertices needed by level 2 are requested from their owner, whose page server thread
+//! reads them from its page file and sends them back in batches (remote disk read + network
+//! transfer); combined updates for other ranks' vertices are sent to the owner's global gather
+//! task. Each rank tells every other when its scatter is done, then gathers, applies and joins
+//! an all-reduce of the aggregate.
 //!
-//! **Overlap** (3-LPO, §4.1): level-2 computation runs on all rayon threads; spilled ranges are
-//! gathered by a loader thread while apply runs. Disk reads of adjacency windows are not yet
-//! overlapped with computation. Each run reports the time each resource was busy (disk reads,
-//! scatter computation, gathering and spilling, apply).
+//! **Overlap** (3-LPO, §4.1): level-2 computation runs on all rayon threads; page serving and
+//! the global gather run on their own threads beside the scatter; spilled ranges are gathered
+//! by a loader thread while apply runs. Reads of a rank's own adjacency windows are not yet
+//! overlapped with its computation. Each run reports the time each resource was busy (disk
+//! reads, scatter computation, network, gathering and spilling, apply).
 //!
 //! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole;
 //! per rank, 1/8 of the rest is page frames, then Theorem 4.1 gives q; the global gather buffer
@@ -50,6 +53,7 @@ pub mod partition;
 pub mod query;
 pub mod window;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -62,14 +66,18 @@ pub use query::{
     AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
 };
 
-use self::gather::{GatherStats, GlobalGather, LocalGather, SPILL_BUFFER_BYTES};
+use self::gather::{
+    decode_updates, encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES,
+};
 use self::pages::{read_record, slots, BufferManager, BufferStats};
-use self::window::{materialize, take_window, AdjWindow, PageFile};
+use self::window::{materialize, take_window, AdjWindow, PageIndex, PageSource};
 use super::stream::IndexedBitmap;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
-use crate::runtime::{format_size, ProgressUnit};
+use crate::runtime::{format_size, ProgressBar, ProgressUnit};
 use crate::store::files::{u32s_from_le_bytes, u64s_from_le_bytes};
+use crate::store::{Store, StoreFile};
+use crate::transport::{InProcessTransport, ReduceOp, Tag, Transport};
 use crate::VertexId;
 
 /// Options of the nwsm engine.
@@ -139,7 +147,11 @@ struct RankStats {
     level2_windows: u64,
     marked: u64,
     adjacency_entries_loaded: u64,
-    remote_page_reads: u64,
+    remote_pages: u64,
+    pages_served: u64,
+    network_bytes: u64,
+    network_time: Duration,
+    aggregate: u64,
     scatter_time: Duration,
     buffers: BufferStats,
 }
@@ -150,7 +162,10 @@ impl RankStats {
         self.level2_windows += o.level2_windows;
         self.marked += o.marked;
         self.adjacency_entries_loaded += o.adjacency_entries_loaded;
-        self.remote_page_reads += o.remote_page_reads;
+        self.remote_pages += o.remote_pages;
+        self.pages_served += o.pages_served;
+        self.network_bytes += o.network_bytes;
+        self.network_time += o.network_time;
         self.scatter_time += o.scatter_time;
         self.buffers.hits += o.buffers.hits;
         self.buffers.misses += o.buffers.misses;
@@ -160,24 +175,39 @@ impl RankStats {
     }
 }
 
-/// What every rank of a run shares.
-struct Shared<'a, Q: NeighborhoodQuery> {
+/// Message tags of the nwsm engine: page requests (an empty one: "this rank is done"), page
+/// replies, and update batches for the owner's global gather buffer (empty: "done").
+const TAG_PAGE_REQUEST: Tag = 8100;
+const TAG_PAGE_REPLY: Tag = 8101;
+const TAG_UPDATES: Tag = 8102;
+
+/// What every rank of a run reads.
+struct RunContext<'a, Q: NeighborhoodQuery> {
     runner: &'a Runner,
+    store: &'a Store,
     query: &'a Q,
     layout: &'a BbpLayout,
     plan: MemoryPlan,
     degree: Vec<u32>,
-    files: Vec<PageFile>,
-    globals: Vec<Mutex<GlobalGather<Q::Value>>>,
-    aggregate: AtomicU64,
-    vertices_done: AtomicU64,
+    indexes: Vec<PageIndex>,
+    spill_dir: PathBuf,
+    bar: &'a dyn ProgressBar,
+}
+
+/// What one rank hands back: its vertices' outputs (store id, output bits) and figures.
+struct RankOutput {
+    values: Vec<(u32, u64)>,
+    stats: RankStats,
+    gather: GatherStats,
+    aggregate: u64,
+    apply_time: Duration,
 }
 
 /// Runs a neighborhood query with nested windowed streaming; outputs in store-id order.
 pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<QueryResult<Q::Output>> {
     let started = Instant::now();
     // A fresh view of the manifest: layouts built by earlier runs on this store are listed.
-    let fresh = crate::store::Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
+    let fresh = Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
     let store = &fresh;
     let options = &runner.options().nwsm;
     let k = query.levels();
@@ -194,7 +224,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     }
     let p = options.ranks.max(1);
     let budget = runner.options().memory;
-    let existing_q = BbpLayout::find(store, p, 1, options.page_size).map_or(1, |l| l.q);
+    let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
     let wanted = plan_memory(n, p, k, options.page_size, budget.bytes(), 1)?;
     let io_before = runner.io_snapshot();
     let layout = partition::ensure_layout(
@@ -207,98 +237,54 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         runner.cancel_token(),
     )?;
     let partition_seconds = started.elapsed().as_secs_f64();
-    let repartitioned = layout.q != existing_q || BbpLayout::find(store, p, 1, options.page_size).is_none();
+    let repartitioned = existing_q.is_some_and(|q| q != layout.q);
     let plan = plan_memory(n, p, k, options.page_size, budget.bytes(), layout.q)?;
     let partition_io = runner.io_snapshot().since(&io_before);
 
     let dir = &layout.name;
-    let degree: Vec<u32> = u32s_from_le_bytes(&store.file(&format!("{dir}/degree"))?.read_all()?);
-    let mut files = Vec::with_capacity(p);
+    let mut indexes = Vec::with_capacity(p);
     for r in 0..p {
         let sources = u32s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/page-sources"))?.read_all()?);
-        files.push(PageFile {
-            pages: store.file(&format!("{dir}/rank-{r}/pages"))?,
+        indexes.push(PageIndex {
             page_sources: sources.chunks_exact(2).map(|s| (s[0], s[1])).collect(),
             chunks: u64s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/chunks"))?.read_all()?),
             chunk_pages: u32s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/chunk-pages"))?.read_all()?),
         });
     }
-    let spill_dir = store.temp_dir()?;
-    let globals = (0..p)
-        .map(|r| {
-            let bounds = layout.chunk_bounds[r * layout.q..=(r + 1) * layout.q].to_vec();
-            let tag = format!("rank-{r}");
-            let buffer = plan.spill_buffer_bytes as usize;
-            Mutex::new(GlobalGather::new(bounds, spill_dir.clone(), &tag, store.counters().clone(), buffer))
-        })
-        .collect();
-    let shared = Shared {
+    let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
+    let context = RunContext {
         runner,
+        store,
         query,
         layout: &layout,
         plan,
-        degree,
-        files,
-        globals,
-        aggregate: AtomicU64::new(0),
-        vertices_done: AtomicU64::new(0),
+        degree: u32s_from_le_bytes(&store.file(&format!("{dir}/degree"))?.read_all()?),
+        indexes,
+        spill_dir: store.temp_dir()?,
+        bar: &*bar,
     };
-
-    // Scatter: every rank streams its own level-1 windows.
-    let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
     let scatter_started = Instant::now();
-    let rank_results: Vec<Result<RankStats>> = if p == 1 {
-        vec![scatter_rank(&shared, 0, &*bar)]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..p)
-                .map(|r| {
-                    scope.spawn({
-                        let (shared, bar) = (&shared, &*bar);
-                        move || scatter_rank(shared, r, bar)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("a rank thread panicked")).collect()
-        })
-    };
+    let outputs = InProcessTransport::run(p, |transport| run_rank(&context, transport))?;
     bar.finish();
-    let mut stats = RankStats::default();
-    for result in rank_results {
-        stats.add(&result?);
-    }
-    let scatter_seconds = scatter_started.elapsed().as_secs_f64();
+    let run_seconds = scatter_started.elapsed().as_secs_f64();
 
-    // Gather the spilled ranges and apply, rank by rank.
-    let apply_started = Instant::now();
-    let Shared { globals, degree, aggregate, .. } = shared;
     let mut values = vec![Q::Output::default(); n as usize];
-    let mut gather = GatherStats::default();
-    let old_of_new = store.file(&format!("{dir}/old-of-new"))?;
-    let mut apply_time = Duration::ZERO;
-    for global in globals {
-        let global = global.into_inner().unwrap();
-        let s = global.apply_ranges(query, |first, gathered| {
-            let t = Instant::now();
-            let mut bytes = vec![0u8; gathered.len() * 4];
-            old_of_new.read_exact_at(&mut bytes, first * 4)?;
-            for (k, old) in u32s_from_le_bytes(&bytes).into_iter().enumerate() {
-                let new = first as usize + k;
-                values[old as usize] = query.vertex_apply(old as VertexId, degree[new] as u64, gathered[k]);
-            }
-            apply_time += t.elapsed();
-            runner.cancel_token().check()
-        })?;
-        gather.updates_sent += s.updates_sent;
-        gather.updates_to_other_ranks += s.updates_to_other_ranks;
-        gather.updates_gathered_in_memory += s.updates_gathered_in_memory;
-        gather.updates_spilled += s.updates_spilled;
-        gather.spill_bytes_written += s.spill_bytes_written;
-        gather.spill_bytes_read += s.spill_bytes_read;
-        gather.gather_time += s.gather_time;
+    let (mut stats, mut gather, mut apply_time) = (RankStats::default(), GatherStats::default(), Duration::ZERO);
+    let aggregate = outputs.first().map_or(0, |o| o.aggregate);
+    for out in outputs {
+        for (old, bits) in out.values {
+            values[old as usize] = Q::Output::from_bits(bits);
+        }
+        stats.add(&out.stats);
+        gather.updates_sent += out.gather.updates_sent;
+        gather.updates_to_other_ranks += out.gather.updates_to_other_ranks;
+        gather.updates_gathered_in_memory += out.gather.updates_gathered_in_memory;
+        gather.updates_spilled += out.gather.updates_spilled;
+        gather.spill_bytes_written += out.gather.spill_bytes_written;
+        gather.spill_bytes_read += out.gather.spill_bytes_read;
+        gather.gather_time += out.gather.gather_time;
+        apply_time += out.apply_time;
     }
-    let apply_seconds = apply_started.elapsed().as_secs_f64();
-    let aggregate = aggregate.into_inner();
 
     let mut extra = serde_json::Map::new();
     let mut put = |key: &str, value: serde_json::Value| {
@@ -324,7 +310,9 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("page_misses", stats.buffers.misses.into());
     put("page_evictions", stats.buffers.evictions.into());
     put("page_bytes_read", stats.buffers.bytes_read.into());
-    put("remote_page_reads", stats.remote_page_reads.into());
+    put("remote_pages", stats.remote_pages.into());
+    put("pages_served", stats.pages_served.into());
+    put("network_bytes_sent", stats.network_bytes.into());
     put("updates_sent", gather.updates_sent.into());
     put("updates_to_other_ranks", gather.updates_to_other_ranks.into());
     put("updates_gathered_in_memory", gather.updates_gathered_in_memory.into());
@@ -333,11 +321,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("spill_bytes_read", gather.spill_bytes_read.into());
     put("busy_disk_read_seconds", json!(stats.buffers.read_time.as_secs_f64()));
     put("busy_compute_seconds", json!(stats.scatter_time.as_secs_f64()));
+    put("busy_network_seconds", json!(stats.network_time.as_secs_f64()));
     put("busy_gather_seconds", json!(gather.gather_time.as_secs_f64()));
     put("busy_apply_seconds", json!(apply_time.as_secs_f64()));
-    put("busy_network_seconds", json!(0.0));
-    put("scatter_seconds", json!(scatter_seconds));
-    put("apply_seconds", json!(apply_seconds));
+    put("scatter_gather_apply_seconds", json!(run_seconds));
     put("aggregate", aggregate.into());
     let io = runner.io_snapshot().since(&io_before);
     runner.record_iteration(IterationStats {
@@ -352,26 +339,195 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     Ok(QueryResult { values, aggregate })
 }
 
+/// Byte and time counters of a rank's transport use, shared by its threads.
+#[derive(Default)]
+struct NetworkCounters {
+    bytes: AtomicU64,
+    nanos: AtomicU64,
+    updates_to_other_ranks: AtomicU64,
+}
+
+impl NetworkCounters {
+    fn record(&self, bytes: usize, since: Instant) {
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.nanos.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Hands combined updates to this rank's global gather buffer or sends them to their owner.
+struct RankSink<'a, Q: NeighborhoodQuery> {
+    rank: usize,
+    transport: &'a dyn Transport,
+    global: &'a Mutex<GlobalGather<Q::Value>>,
+    query: &'a Q,
+    network: &'a NetworkCounters,
+}
+
+impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
+    fn deliver(&self, rank: usize, batch: &[(u32, Q::Value)]) -> Result<()> {
+        if rank == self.rank {
+            let mut global = self.global.lock().unwrap();
+            global.stats.updates_sent += batch.len() as u64;
+            return global.gather(self.query, batch);
+        }
+        let t = Instant::now();
+        let bytes = encode_updates(batch);
+        let len = bytes.len();
+        self.transport.send(rank, TAG_UPDATES, bytes)?;
+        self.network.updates_to_other_ranks.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        self.network.record(len, t);
+        Ok(())
+    }
+}
+
+/// One rank: a page server and an update receiver beside the scatter of its own windows, then
+/// gather of the spilled ranges and apply over its vertices.
+fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Transport) -> Result<RankOutput> {
+    let (rank, p, layout, query) = (transport.rank(), transport.ranks(), ctx.layout, ctx.query);
+    if p != layout.p {
+        return Err(Error::invalid(format!("{} has {} ranks but the job has {p}", layout.name, layout.p)));
+    }
+    let local = ctx.store.file(&format!("{}/rank-{rank}/pages", layout.name))?;
+    let bounds = layout.chunk_bounds[rank * layout.q..=(rank + 1) * layout.q].to_vec();
+    let global = Mutex::new(GlobalGather::new(
+        bounds,
+        ctx.spill_dir.clone(),
+        &format!("rank-{rank}"),
+        ctx.store.counters().clone(),
+        ctx.plan.spill_buffer_bytes as usize,
+    ));
+    let network = NetworkCounters::default();
+    let sink = RankSink { rank, transport, global: &global, query, network: &network };
+    let (scattered, served) = std::thread::scope(|scope| {
+        let server = scope.spawn(|| serve_pages(transport, &local, layout.page_size, p, &network));
+        let receiver = scope.spawn(|| receive_updates(transport, &global, query, p));
+        let scattered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            scatter_rank(ctx, rank, transport, &local, &sink, &network)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::Remote { rank: Some(rank), message: "the scatter of this rank panicked".into() })
+        });
+        // Every rank hears "done" from this one, even after a failure, so that services end.
+        let mut ended = Ok(());
+        for to in 0..p {
+            ended = ended.and(transport.send(to, TAG_PAGE_REQUEST, Vec::new()));
+            ended = ended.and(transport.send(to, TAG_UPDATES, Vec::new()));
+        }
+        let served = server.join().expect("the page server does not panic");
+        let received = receiver.join().expect("the update receiver does not panic");
+        (scattered.and_then(|s| ended.and(received).map(|_| s)), served)
+    });
+    let mut stats = scattered?;
+    stats.pages_served = served?;
+    stats.network_bytes = network.bytes.load(Ordering::Relaxed);
+    stats.network_time = Duration::from_nanos(network.nanos.load(Ordering::Relaxed));
+
+    // Gather the spilled ranges and apply (Algorithms 3 and 4).
+    let old_of_new = ctx.store.file(&format!("{}/old-of-new", layout.name))?;
+    let mut values = Vec::new();
+    let mut apply_time = Duration::ZERO;
+    let global = global.into_inner().unwrap();
+    let mut gather = global.apply_ranges(query, |first, gathered| {
+        let t = Instant::now();
+        let mut bytes = vec![0u8; gathered.len() * 4];
+        old_of_new.read_exact_at(&mut bytes, first * 4)?;
+        for (k, old) in u32s_from_le_bytes(&bytes).into_iter().enumerate() {
+            let degree = ctx.degree[first as usize + k] as u64;
+            values.push((old, query.vertex_apply(old as VertexId, degree, gathered[k]).to_bits()));
+        }
+        apply_time += t.elapsed();
+        ctx.runner.cancel_token().check()
+    })?;
+    gather.updates_to_other_ranks = network.updates_to_other_ranks.load(Ordering::Relaxed);
+    let aggregate = transport.all_reduce_u64(stats.aggregate, ReduceOp::Sum)?;
+    Ok(RankOutput { values, stats, gather, aggregate, apply_time })
+}
+
+/// Answers other ranks' page requests from this rank's page file until every rank is done.
+fn serve_pages(
+    transport: &dyn Transport,
+    local: &StoreFile,
+    page_size: u64,
+    ranks: usize,
+    network: &NetworkCounters,
+) -> Result<u64> {
+    let (mut done, mut served) = (0, 0u64);
+    while done < ranks {
+        let request = transport.recv(TAG_PAGE_REQUEST)?;
+        if request.payload.is_empty() {
+            done += 1;
+            continue;
+        }
+        let pages = u32s_from_le_bytes(&request.payload);
+        let mut bytes = vec![0u8; pages.len() * page_size as usize];
+        for (k, &page) in pages.iter().enumerate() {
+            let frame = &mut bytes[k * page_size as usize..(k + 1) * page_size as usize];
+            local.read_exact_at(frame, page as u64 * page_size)?;
+        }
+        served += pages.len() as u64;
+        let t = Instant::now();
+        let len = bytes.len();
+        transport.send(request.from, TAG_PAGE_REPLY, bytes)?;
+        network.record(len, t);
+    }
+    Ok(served)
+}
+
+/// The global gather task (Algorithm 2): updates from other ranks into this rank's buffer.
+fn receive_updates<Q: NeighborhoodQuery>(
+    transport: &dyn Transport,
+    global: &Mutex<GlobalGather<Q::Value>>,
+    query: &Q,
+    ranks: usize,
+) -> Result<()> {
+    let mut done = 0;
+    while done < ranks {
+        let message = transport.recv(TAG_UPDATES)?;
+        if message.payload.is_empty() {
+            done += 1;
+            continue;
+        }
+        let batch = decode_updates::<Q::Value>(&message.payload);
+        let mut global = global.lock().unwrap();
+        global.stats.updates_sent += batch.len() as u64;
+        global.gather(query, &batch)?;
+    }
+    Ok(())
+}
+
 /// One rank's scatter phase: its level-1 windows and, nested in each, the level-2 windows.
 fn scatter_rank<Q: NeighborhoodQuery>(
-    shared: &Shared<'_, Q>,
+    ctx: &RunContext<'_, Q>,
     rank: usize,
-    bar: &dyn crate::runtime::ProgressBar,
+    transport: &dyn Transport,
+    local: &StoreFile,
+    sink: &RankSink<'_, Q>,
+    network: &NetworkCounters,
 ) -> Result<RankStats> {
-    let Shared { runner, query, layout, plan, degree, files, globals, .. } = shared;
+    let RunContext { runner, query, layout, plan, degree, indexes, bar, .. } = ctx;
     let query = *query;
     let n = degree.len();
     let q = layout.q;
     let mut stats = RankStats::default();
     let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank);
+    let fetch = |owner: usize, pages: &[u32]| -> Result<Vec<u8>> {
+        let t = Instant::now();
+        let request: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
+        let len = request.len();
+        transport.send(owner, TAG_PAGE_REQUEST, request)?;
+        let reply = transport.recv(TAG_PAGE_REPLY)?;
+        network.record(len, t);
+        Ok(reply.payload)
+    };
+    let source = PageSource { rank, local, fetch: &fetch, batch_pages: (plan.frames / 2).max(1) };
     let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
-    let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, globals, rank);
+    let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
     let threads = rayon::current_num_threads().max(1);
     for i in 0..q {
         let g = rank * q + i;
         let range = layout.chunk_range(g);
         if query.mode() == AdjacencyMode::Partial {
-            scatter_partial(shared, rank, i, &mut buffers, &mut lgb, &mut stats)?;
+            scatter_partial(ctx, rank, i, local, &mut buffers, &mut lgb, &mut stats)?;
             bar.inc(range.end - range.start);
             continue;
         }
@@ -383,7 +539,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
             if ids.is_empty() {
                 break;
             }
-            let w1 = materialize(&mut buffers, files, layout, degree, g, ids)?;
+            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, ids)?;
             stats.level1_windows += 1;
             stats.adjacency_entries_loaded += w1.entries() as u64;
             let t = Instant::now();
@@ -392,9 +548,8 @@ fn scatter_rank<Q: NeighborhoodQuery>(
             for (k, &u) in w1.ids.iter().enumerate() {
                 query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
             }
-            let (aggregate, error) = (emitter.aggregate, emitter.error.take());
-            shared.aggregate.fetch_add(aggregate, Ordering::Relaxed);
-            if let Some(e) = error {
+            stats.aggregate += emitter.aggregate;
+            if let Some(e) = emitter.error.take() {
                 return Err(e);
             }
             stats.scatter_time += t.elapsed();
@@ -415,22 +570,18 @@ fn scatter_rank<Q: NeighborhoodQuery>(
                         if ids2.is_empty() {
                             break;
                         }
-                        let misses_before = buffers.stats.misses;
-                        let w2 = materialize(&mut buffers, files, layout, degree, g2, ids2)?;
-                        if g2 / q != rank {
-                            stats.remote_page_reads += buffers.stats.misses - misses_before;
-                        }
+                        let (w2, remote) = materialize(&mut buffers, indexes, &source, layout, degree, g2, ids2)?;
+                        stats.remote_pages += remote;
                         stats.level2_windows += 1;
                         stats.adjacency_entries_loaded += w2.entries() as u64;
                         let t = Instant::now();
-                        scatter_level2(shared, rank, &w1, &w2, threads)?;
+                        stats.aggregate += scatter_level2(ctx, sink, &w1, &w2, threads)?;
                         stats.scatter_time += t.elapsed();
                     }
                 }
                 voi.clear();
             }
             bar.inc(w1.ids.len() as u64);
-            shared.vertices_done.fetch_add(w1.ids.len() as u64, Ordering::Relaxed);
         }
     }
     lgb.flush(query)?;
@@ -439,21 +590,22 @@ fn scatter_rank<Q: NeighborhoodQuery>(
 }
 
 /// Level 2 of one pair of windows, split over the rayon threads, each with its own local
-/// gather buffer.
+/// gather buffer; returns the aggregate added.
 fn scatter_level2<Q: NeighborhoodQuery>(
-    shared: &Shared<'_, Q>,
-    rank: usize,
+    ctx: &RunContext<'_, Q>,
+    sink: &RankSink<'_, Q>,
     w1: &AdjWindow,
     w2: &AdjWindow,
     threads: usize,
-) -> Result<()> {
-    let query = shared.query;
+) -> Result<u64> {
+    let query = ctx.query;
     let tasks = (threads * 4).min(w2.ids.len()).max(1);
     let per_task = w2.ids.len().div_ceil(tasks);
-    let capacity = shared.plan.local_gather_records / threads;
+    let capacity = ctx.plan.local_gather_records / threads;
     let view = WindowView { w1, w2: Some(w2) };
+    let aggregate = AtomicU64::new(0);
     (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
-        let mut lgb = LocalGather::new(capacity, &shared.layout.rank_starts, &shared.globals, rank);
+        let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
         let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: None, aggregate: 0, error: None };
         let end = ((t + 1) * per_task).min(w2.ids.len());
         for k in t * per_task..end {
@@ -462,36 +614,38 @@ fn scatter_level2<Q: NeighborhoodQuery>(
                 break;
             }
         }
-        shared.aggregate.fetch_add(emitter.aggregate, Ordering::Relaxed);
+        aggregate.fetch_add(emitter.aggregate, Ordering::Relaxed);
         if let Some(e) = emitter.error.take() {
             return Err(e);
         }
         lgb.flush(query)
-    })
+    })?;
+    Ok(aggregate.into_inner())
 }
 
 /// Partial-list mode (k = 1): each page record goes to `adj_scatter(1)` as it is, chunk by
 /// chunk of source range `i`, resident pages first.
 fn scatter_partial<Q: NeighborhoodQuery>(
-    shared: &Shared<'_, Q>,
+    ctx: &RunContext<'_, Q>,
     rank: usize,
     i: usize,
+    local: &StoreFile,
     buffers: &mut BufferManager,
     lgb: &mut LocalGather<'_, Q::Value>,
     stats: &mut RankStats,
 ) -> Result<()> {
-    let (layout, file, query) = (shared.layout, &shared.files[rank], shared.query);
+    let (layout, index, query) = (ctx.layout, &ctx.indexes[rank], ctx.query);
     let mut pages: Vec<u32> = (0..layout.p * layout.q)
         .flat_map(|j| {
             let c = j * layout.q + i;
-            file.chunk_pages[file.chunks[c] as usize..file.chunks[c + 1] as usize].iter().copied()
+            index.chunk_pages[index.chunks[c] as usize..index.chunks[c + 1] as usize].iter().copied()
         })
         .collect();
     pages.sort_by_key(|&page| (!buffers.is_resident(rank, page), page));
     let mut record = Vec::new();
     let t = Instant::now();
     for page in pages {
-        let frame = buffers.pin(rank, page, &file.pages)?;
+        let frame = buffers.pin(rank, page, local)?;
         let mut emitter = RankEmitter { query, lgb: &mut *lgb, voi: None, aggregate: 0, error: None };
         for slot in slots(buffers.page(frame)) {
             record.resize(slot.len as usize, Nbr(0));
@@ -500,7 +654,7 @@ fn scatter_partial<Q: NeighborhoodQuery>(
             stats.adjacency_entries_loaded += slot.len as u64;
         }
         buffers.unpin(frame);
-        shared.aggregate.fetch_add(emitter.aggregate, Ordering::Relaxed);
+        stats.aggregate += emitter.aggregate;
         if let Some(e) = emitter.error.take() {
             return Err(e);
         }

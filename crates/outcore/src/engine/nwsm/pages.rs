@@ -178,26 +178,52 @@ impl BufferManager {
         self.tables[file][page as usize] != NO_FRAME
     }
 
-    /// Pins page `page` of `file` (reading it from `source` on a miss) and returns its frame.
-    pub fn pin(&mut self, file: usize, page: u32, source: &StoreFile) -> Result<usize> {
+    /// Pins page `page` of `file` if it is resident.
+    pub fn pin_resident(&mut self, file: usize, page: u32) -> Option<usize> {
         let frame = self.tables[file][page as usize];
-        if frame != NO_FRAME {
-            let f = frame as usize;
-            self.pins[f] += 1;
-            self.referenced[f] = true;
-            self.stats.hits += 1;
+        if frame == NO_FRAME {
+            return None;
+        }
+        let f = frame as usize;
+        self.pins[f] += 1;
+        self.referenced[f] = true;
+        self.stats.hits += 1;
+        Some(f)
+    }
+
+    /// Pins page `page` of `file`, reading it from `source` on a miss; returns its frame.
+    pub fn pin(&mut self, file: usize, page: u32, source: &StoreFile) -> Result<usize> {
+        if let Some(f) = self.pin_resident(file, page) {
             return Ok(f);
         }
+        let started = Instant::now();
+        let page_size = self.page_size as u64;
+        let f = self.fill(file, page, |frame| source.read_exact_at(frame, page as u64 * page_size))?;
+        self.stats.read_time += started.elapsed();
+        self.stats.bytes_read += page_size;
+        Ok(f)
+    }
+
+    /// Pins page `page` of `file` with `bytes` that arrived from its owner rank (a miss served
+    /// over the transport); a resident copy is used as it is.
+    pub fn pin_copy(&mut self, file: usize, page: u32, bytes: &[u8]) -> Result<usize> {
+        if let Some(f) = self.pin_resident(file, page) {
+            return Ok(f);
+        }
+        self.fill(file, page, |frame| {
+            frame.copy_from_slice(bytes);
+            Ok(())
+        })
+    }
+
+    /// Takes a frame by clock replacement, fills it and pins it for (file, page).
+    fn fill(&mut self, file: usize, page: u32, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<usize> {
         let f = self.victim()?;
         if let Some((old_file, old_page)) = self.holder[f].take() {
             self.tables[old_file][old_page as usize] = NO_FRAME;
             self.stats.evictions += 1;
         }
-        let started = Instant::now();
-        let range = f * self.page_size..(f + 1) * self.page_size;
-        source.read_exact_at(&mut self.frames[range], page as u64 * self.page_size as u64)?;
-        self.stats.read_time += started.elapsed();
-        self.stats.bytes_read += self.page_size as u64;
+        fill(&mut self.frames[f * self.page_size..(f + 1) * self.page_size])?;
         self.stats.misses += 1;
         self.tables[file][page as usize] = f as u32;
         self.holder[f] = Some((file, page));

@@ -119,8 +119,8 @@ pub trait Emitter<V> {
 pub trait NeighborhoodQuery: Sync + Send {
     /// What updates carry and vertices gather.
     type Value: GatherValue;
-    /// What `vertex_apply` makes of a vertex's gathered value.
-    type Output: Copy + Default + Send + Sync + 'static;
+    /// What `vertex_apply` makes of a vertex's gathered value (8 bytes, to travel between ranks).
+    type Output: GatherValue;
 
     /// k: the longest walks enumerated (1 or 2).
     fn levels(&self) -> usize;

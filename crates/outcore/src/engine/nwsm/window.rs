@@ -19,9 +19,8 @@ use crate::VertexId;
 pub const ENTRY_BYTES: u64 = 4;
 pub const VERTEX_BYTES: u64 = 12;
 
-/// One rank's page file with its two-level index.
-pub struct PageFile {
-    pub pages: StoreFile,
+/// The two-level index of one rank's page file.
+pub struct PageIndex {
     /// (first source, last source) of every page.
     pub page_sources: Vec<(u32, u32)>,
     /// Pages of chunk (destination range j, source range i), at
@@ -85,17 +84,30 @@ pub fn take_window(
     Ok(ids)
 }
 
-/// Materialises the full lists of `ids` (ascending, all in global range `g`).
+/// Where the pages of a window come from: this rank's page file, or other ranks over the
+/// transport (`fetch(rank, pages)` returns the pages' bytes one after another).
+pub struct PageSource<'a> {
+    pub rank: usize,
+    pub local: &'a StoreFile,
+    pub fetch: &'a dyn Fn(usize, &[u32]) -> Result<Vec<u8>>,
+    /// Pages fetched from another rank at once (at most half the frames).
+    pub batch_pages: usize,
+}
+
+/// Materialises the full lists of `ids` (ascending, all in global range `g`). Returns the
+/// window and the number of pages that came from other ranks.
 pub fn materialize(
     buffers: &mut BufferManager,
-    files: &[PageFile],
+    indexes: &[PageIndex],
+    source: &PageSource<'_>,
     layout: &BbpLayout,
     degree: &[u32],
     g: usize,
     ids: Vec<u32>,
-) -> Result<AdjWindow> {
+) -> Result<(AdjWindow, u64)> {
     let (r, i) = (g / layout.q, g % layout.q);
-    let file = &files[r];
+    let file = &indexes[r];
+    let mut remote_pages = 0u64;
     let mut offsets = Vec::with_capacity(ids.len() + 1);
     offsets.push(0usize);
     for &v in &ids {
@@ -119,13 +131,15 @@ pub fn materialize(
                 k += 1;
             }
         }
-        // Resident pages first, then the others in ascending order (sequential reads).
-        needed.sort_by_key(|&page| (!buffers.is_resident(r, page), page));
+        // Resident pages first, then the others in ascending order (sequential reads), from
+        // this rank's file or, in batches, from the owner rank.
+        let (resident, missing): (Vec<u32>, Vec<u32>) = needed.into_iter().partition(|&p| buffers.is_resident(r, p));
+        let mut missing = missing;
+        missing.sort_unstable();
         let mut filled = 0usize;
-        for page in needed {
-            let frame = buffers.pin(r, page, &file.pages)?;
+        let mut overrun = false;
+        let mut take = |buffers: &mut BufferManager, frame: usize| {
             let bytes = buffers.page(frame);
-            let mut overrun = false;
             for slot in slots(bytes) {
                 if let Ok(k) = ids.binary_search(&slot.source) {
                     let at = offsets[k] + slot.full_index as usize;
@@ -139,16 +153,39 @@ pub fn materialize(
                 }
             }
             buffers.unpin(frame);
-            if overrun {
-                return Err(Error::store(
-                    file.pages.path(),
-                    "a page record overruns its list: the BBP layout is damaged",
-                ));
+        };
+        for &page in &resident {
+            let frame = buffers.pin_resident(r, page).expect("resident page");
+            take(buffers, frame);
+        }
+        if r == source.rank {
+            for &page in &missing {
+                let frame = buffers.pin(r, page, source.local)?;
+                take(buffers, frame);
             }
+        } else {
+            let page_size = layout.page_size as usize;
+            for batch in missing.chunks(source.batch_pages.max(1)) {
+                let bytes = (source.fetch)(r, batch)?;
+                if bytes.len() != batch.len() * page_size {
+                    return Err(Error::Remote { rank: Some(r), message: "a page reply of the wrong size".into() });
+                }
+                remote_pages += batch.len() as u64;
+                for (k, &page) in batch.iter().enumerate() {
+                    let frame = buffers.pin_copy(r, page, &bytes[k * page_size..(k + 1) * page_size])?;
+                    take(buffers, frame);
+                }
+            }
+        }
+        if overrun {
+            return Err(Error::store(
+                source.local.path(),
+                "a page record overruns its list: the BBP layout is damaged",
+            ));
         }
         if filled != total {
             return Err(Error::store(
-                file.pages.path(),
+                source.local.path(),
                 format!("pages hold {filled} entries for a window of {total}: the BBP layout is damaged"),
             ));
         }
@@ -157,5 +194,5 @@ pub fn materialize(
         (Some(&a), Some(&b)) => (a as u64, b as u64 + 1),
         _ => (0, 0),
     };
-    Ok(AdjWindow { lo, hi, ids, offsets, entries })
+    Ok((AdjWindow { lo, hi, ids, offsets, entries }, remote_pages))
 }
