@@ -15,11 +15,7 @@ pub struct TerminalProgress {
 
 impl TerminalProgress {
     pub fn new(quiet: bool) -> Self {
-        let bars = MultiProgress::with_draw_target(if quiet {
-            ProgressDrawTarget::hidden()
-        } else {
-            ProgressDrawTarget::stderr()
-        });
+        let bars = MultiProgress::with_draw_target(if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() });
         TerminalProgress { bars, quiet }
     }
 }
@@ -34,9 +30,7 @@ fn style(total: Option<u64>, unit: ProgressUnit) -> ProgressStyle {
     };
     let template = match total {
         Some(_) => format!("{{prefix:>12.bold}} [{{bar:30}}] {pos} ({rate}, eta {{eta}}) {{msg}}"),
-        None => {
-            format!("{{prefix:>12.bold}} {{spinner}} {} ({rate}, {{elapsed}}) {{msg}}", pos.split('/').next().unwrap())
-        }
+        None => format!("{{prefix:>12.bold}} {{spinner}} {} ({rate}, {{elapsed}}) {{msg}}", pos.split('/').next().unwrap()),
     };
     ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ")
 }

@@ -28,32 +28,8 @@ fn generate_import_run_and_summarise() {
     assert_eq!(info["edges"], 16 * 1024);
     let first = std::fs::read_to_string(p("g.el")).unwrap();
     let source = first.split_whitespace().next().unwrap().to_string();
-    ok(&[
-        "run",
-        "bfs",
-        "--store",
-        &p("s"),
-        "--source",
-        &source,
-        "-o",
-        &p("bfs.txt"),
-        "--stats-json",
-        &p("bfs.json"),
-        "-q",
-    ]);
-    ok(&[
-        "run",
-        "pr",
-        "--store",
-        &p("s"),
-        "--iterations",
-        "5",
-        "-o",
-        &p("pr.csv"),
-        "--stats-json",
-        &p("pr.json"),
-        "-q",
-    ]);
+    ok(&["run", "bfs", "--store", &p("s"), "--source", &source, "-o", &p("bfs.txt"), "--stats-json", &p("bfs.json"), "-q"]);
+    ok(&["run", "pr", "--store", &p("s"), "--iterations", "5", "-o", &p("pr.csv"), "--stats-json", &p("pr.json"), "-q"]);
     ok(&["run", "wcc", "--store", &p("s"), "-o", &p("wcc.txt"), "--stats-json", &p("wcc.json"), "-q"]);
     // one line per vertex, sorted by original id; csv by extension with a header
     let bfs = std::fs::read_to_string(p("bfs.txt")).unwrap();
@@ -63,19 +39,7 @@ fn generate_import_run_and_summarise() {
     assert!(bfs.contains(&format!("{source} 0\n")));
     assert!(std::fs::read_to_string(p("pr.csv")).unwrap().starts_with("vertex,"));
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p("pr.json")).unwrap()).unwrap();
-    for key in [
-        "algorithm",
-        "engine",
-        "vertices",
-        "edges",
-        "iterations",
-        "wall_seconds",
-        "bytes_read",
-        "bytes_written",
-        "peak_rss_bytes",
-        "per_iteration",
-        "summary",
-    ] {
+    for key in ["algorithm", "engine", "vertices", "edges", "iterations", "wall_seconds", "bytes_read", "bytes_written", "peak_rss_bytes", "per_iteration", "summary"] {
         assert!(stats.get(key).is_some(), "stats lack {key}: {stats}");
     }
     assert_eq!(stats["iterations"], 5);

@@ -15,9 +15,7 @@ use std::time::Duration;
 use numpy::IntoPyArray;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::{EngineKind, RunOptions, Runner};
-use outcore::ingest::{
-    import, import_records, ImportOptions, InputFormat, InputInfo, InputRecord, RawId, RecordSource,
-};
+use outcore::ingest::{import, import_records, ImportOptions, InputFormat, InputInfo, InputRecord, RawId, RecordSource};
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress, Progress};
 use outcore::store::{IdType, OriginalId, Store};
 use pyo3::create_exception;
@@ -85,9 +83,7 @@ fn id_type(ids: &str) -> PyResult<IdType> {
     match ids {
         "u64" => Ok(IdType::U64),
         "string" => Ok(IdType::String),
-        other => {
-            Err(pyo3::exceptions::PyValueError::new_err(format!("unknown id type '{other}' (use 'u64' or 'string')")))
-        }
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown id type '{other}' (use 'u64' or 'string')"))),
     }
 }
 
@@ -194,7 +190,9 @@ fn from_edges(
     };
     let (src, dst) = (raw_ids(src, id_type)?, raw_ids(dst, id_type)?);
     if src.len() != dst.len() || weights.as_ref().is_some_and(|w| w.len() != src.len()) {
-        return Err(pyo3::exceptions::PyValueError::new_err("src, dst (and weights) must have the same length"));
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "src, dst (and weights) must have the same length",
+        ));
     }
     let weighted = weights.is_some();
     let total_bytes = src.len() as u64 * 16;
@@ -238,14 +236,12 @@ fn generate_rmat(
     progress: bool,
 ) -> PyResult<String> {
     use outcore::generate::rmat::{Rmat, RmatConfig};
-    let generator =
-        Rmat::new(RmatConfig { scale, edge_factor, seed, weights, ..RmatConfig::default() }).map_err(to_py_err)?;
+    let generator = Rmat::new(RmatConfig { scale, edge_factor, seed, weights, ..RmatConfig::default() }).map_err(to_py_err)?;
     let opts = ImportOptions { memory: memory_budget(memory)?, ..ImportOptions::default() };
     let cancel = CancelToken::new();
     let reporter = progress_for(progress);
     let report = run_detached(py, &cancel, || {
-        outcore::generate::source::generate_into_store(generator, &store, &opts, reporter.as_ref(), &cancel)
-            .map(|(_, r)| r)
+        outcore::generate::source::generate_into_store(generator, &store, &opts, reporter.as_ref(), &cancel).map(|(_, r)| r)
     })?;
     Ok(serde_json::to_string(&report).expect("report serialises"))
 }
@@ -253,14 +249,7 @@ fn generate_rmat(
 /// Renumbers a store's vertices (`none|degree|random|norder`) in place, within `memory`.
 #[pyfunction]
 #[pyo3(signature = (store, order, seed=1, memory=None, progress=false))]
-fn reorder(
-    py: Python<'_>,
-    store: PathBuf,
-    order: &str,
-    seed: u64,
-    memory: Option<&str>,
-    progress: bool,
-) -> PyResult<()> {
+fn reorder(py: Python<'_>, store: PathBuf, order: &str, seed: u64, memory: Option<&str>, progress: bool) -> PyResult<()> {
     let order = outcore::store::order::VertexOrder::parse(order, seed).map_err(to_py_err)?;
     let memory = memory_budget(memory)?;
     let opened = Store::open(&store).map_err(to_py_err)?;
@@ -291,11 +280,7 @@ fn run<'py>(
     progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = algorithm_params(params)?;
-    let options = RunOptions {
-        engine: EngineKind::parse(engine).map_err(to_py_err)?,
-        memory: memory_budget(memory)?,
-        ..RunOptions::default()
-    };
+    let options = RunOptions { engine: EngineKind::parse(engine).map_err(to_py_err)?, memory: memory_budget(memory)?, ..RunOptions::default() };
     let store = Store::open(&store).map_err(to_py_err)?;
     let cancel = CancelToken::new();
     let runner = Runner::new(&store, options).with_progress(progress_for(progress)).with_cancel(cancel.clone());
@@ -330,13 +315,7 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
         let key: String = key.extract()?;
         match key.as_str() {
             "source" => p.source = Some(value.str()?.to_string()),
-            "sources" => {
-                p.sources = value
-                    .extract::<Vec<Bound<'_, PyAny>>>()?
-                    .iter()
-                    .map(|v| v.str().map(|s| s.to_string()))
-                    .collect::<PyResult<_>>()?
-            }
+            "sources" => p.sources = value.extract::<Vec<Bound<'_, PyAny>>>()?.iter().map(|v| v.str().map(|s| s.to_string())).collect::<PyResult<_>>()?,
             "num_sources" => p.num_sources = Some(value.extract()?),
             "seed" => p.seed = Some(value.extract()?),
             "iterations" => p.iterations = Some(value.extract()?),
@@ -344,9 +323,7 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "tolerance" => p.tolerance = Some(value.extract()?),
             "sweeps" => p.sweeps = Some(value.extract()?),
             "unnormalized" => p.unnormalized = value.extract()?,
-            other => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
-            }
+            other => return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'"))),
         }
     }
     Ok(p)
@@ -401,11 +378,7 @@ impl OrderedColumn {
     }
 }
 
-fn columns_in_order(
-    result: &AlgorithmResult,
-    order: &[u64],
-    store: &Store,
-) -> outcore::Result<Vec<(String, OrderedColumn)>> {
+fn columns_in_order(result: &AlgorithmResult, order: &[u64], store: &Store) -> outcore::Result<Vec<(String, OrderedColumn)>> {
     let ids = store.ids()?;
     let mut out = Vec::new();
     for (name, column) in &result.columns {
@@ -416,19 +389,13 @@ fn columns_in_order(
                 kind: "hops",
                 data: ColumnData::I64(order.iter().map(|d| v[pick(d)].min(i64::MAX as u64) as i64).collect()),
             },
-            ValueColumn::Float(v) => {
-                OrderedColumn { kind: "float", data: ColumnData::F64(order.iter().map(|d| v[pick(d)]).collect()) }
-            }
-            ValueColumn::Count(v) => {
-                OrderedColumn { kind: "count", data: ColumnData::U64(order.iter().map(|d| v[pick(d)]).collect()) }
-            }
+            ValueColumn::Float(v) => OrderedColumn { kind: "float", data: ColumnData::F64(order.iter().map(|d| v[pick(d)]).collect()) },
+            ValueColumn::Count(v) => OrderedColumn { kind: "count", data: ColumnData::U64(order.iter().map(|d| v[pick(d)]).collect()) },
             ValueColumn::Label(v) => {
                 let labels: outcore::Result<Vec<OriginalId>> = order.iter().map(|d| ids.original(v[pick(d)])).collect();
                 let labels = labels?;
                 let data = match ids.id_type() {
-                    IdType::U64 => ColumnData::U64(
-                        labels.into_iter().map(|l| if let OriginalId::U64(x) = l { x } else { 0 }).collect(),
-                    ),
+                    IdType::U64 => ColumnData::U64(labels.into_iter().map(|l| if let OriginalId::U64(x) = l { x } else { 0 }).collect()),
                     IdType::String => ColumnData::Str(labels.into_iter().map(|l| l.to_string()).collect()),
                 };
                 OrderedColumn { kind: "label", data }
@@ -442,10 +409,7 @@ fn columns_in_order(
 /// Every arc of a store as (src ids, dst ids, weights or None) in original ids (u64 stores:
 /// numpy arrays; string stores: lists). For converting small stores back to networkx.
 #[pyfunction]
-fn edges<'py>(
-    py: Python<'py>,
-    store: PathBuf,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+fn edges<'py>(py: Python<'py>, store: PathBuf) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
     let store = Store::open(&store).map_err(to_py_err)?;
     let csr = store.csr(outcore::store::Direction::Out).and_then(|c| c.load()).map_err(to_py_err)?;
     let ids = store.ids().map_err(to_py_err)?;
@@ -475,12 +439,7 @@ fn edges<'py>(
         let values: outcore::Result<Vec<OriginalId>> = dense.into_iter().map(|d| ids.original(d)).collect();
         let values = values.map_err(to_py_err)?;
         Ok(match ids.id_type() {
-            IdType::U64 => values
-                .into_iter()
-                .map(|v| if let OriginalId::U64(x) = v { x } else { 0 })
-                .collect::<Vec<u64>>()
-                .into_pyarray(py)
-                .into_any(),
+            IdType::U64 => values.into_iter().map(|v| if let OriginalId::U64(x) = v { x } else { 0 }).collect::<Vec<u64>>().into_pyarray(py).into_any(),
             IdType::String => PyList::new(py, values.into_iter().map(|v| v.to_string()))?.into_any(),
         })
     };

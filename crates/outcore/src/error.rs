@@ -15,7 +15,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// Malformed or unusable input data. `line` is 1-based when known.
     #[error("{}: {message}", location(file, line))]
-    Input { file: PathBuf, line: Option<u64>, message: String },
+    Input {
+        file: PathBuf,
+        line: Option<u64>,
+        message: String,
+    },
     /// A store that is missing, incomplete, of another version or corrupted.
     #[error("store {}: {message}", path.display())]
     Store { path: PathBuf, message: String },

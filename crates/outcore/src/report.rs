@@ -59,8 +59,10 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
                 }
                 let mut top: Vec<Ranked> = heap.into_vec();
                 top.sort();
-                let top: Result<Vec<Value>> =
-                    top.iter().map(|r| Ok(json!({ "vertex": ids.original(r.1)?.to_string(), "value": r.0 }))).collect();
+                let top: Result<Vec<Value>> = top
+                    .iter()
+                    .map(|r| Ok(json!({ "vertex": ids.original(r.1)?.to_string(), "value": r.0 })))
+                    .collect();
                 let finite = values.iter().filter(|x| x.is_finite());
                 json!({
                     "vertices": values.len(),
@@ -96,23 +98,19 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
 /// One or two lines describing a summary for people.
 pub fn describe(summary: &Map<String, Value>) -> Vec<String> {
     let mut lines = Vec::new();
-    let scalars: Vec<String> =
-        summary.iter().filter(|(_, v)| !v.is_object()).map(|(k, v)| format!("{k} = {v}")).collect();
+    let scalars: Vec<String> = summary
+        .iter()
+        .filter(|(_, v)| !v.is_object())
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
     for (name, value) in summary.iter().filter(|(_, v)| v.is_object()) {
         let get = |k: &str| value.get(k).cloned().unwrap_or(Value::Null);
         if value.get("reached").is_some() {
-            lines.push(format!(
-                "{name}: reached {} of {} vertices, max depth {}",
-                get("reached"),
-                get("vertices"),
-                get("max_depth")
-            ));
+            lines.push(format!("{name}: reached {} of {} vertices, max depth {}", get("reached"), get("vertices"), get("max_depth")));
         } else if let Some(top) = value.get("top").and_then(Value::as_array) {
             let list: Vec<String> = top
                 .iter()
-                .map(|t| {
-                    format!("{} ({:.6e})", t["vertex"].as_str().unwrap_or("?"), t["value"].as_f64().unwrap_or(f64::NAN))
-                })
+                .map(|t| format!("{} ({:.6e})", t["vertex"].as_str().unwrap_or("?"), t["value"].as_f64().unwrap_or(f64::NAN)))
                 .collect();
             lines.push(format!("{name}: top {}: {}", list.len(), list.join(", ")));
         } else if value.get("groups").is_some() {

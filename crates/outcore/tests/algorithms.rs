@@ -507,20 +507,14 @@ fn inmem_refuses_a_graph_over_the_memory_budget() {
     let dir = tmp();
     let edges: Vec<(u64, u64)> = (0..1000).map(|v| (v, (v * 7 + 1) % 1000)).collect();
     let s = g(&dir, 1000, &edges, true);
-    let small = Runner::new(
-        &s,
-        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(10_000), ..RunOptions::default() },
-    );
+    let small = Runner::new(&s, RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(10_000), ..RunOptions::default() });
     for name in ["pr", "cdlp"] {
         let err = run_algorithm(&small, name, &AlgorithmParams::default()).unwrap_err();
         assert!(matches!(err, Error::MemoryBudget(_)), "{name}: {err}");
         let text = err.to_string();
         assert!(text.contains("needs about") && text.contains("--memory") && text.contains("9.77 KiB"), "{text}");
     }
-    let enough = Runner::new(
-        &s,
-        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 20), ..RunOptions::default() },
-    );
+    let enough = Runner::new(&s, RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 20), ..RunOptions::default() });
     assert!(run_algorithm(&enough, "pr", &AlgorithmParams::default()).is_ok());
 }
 

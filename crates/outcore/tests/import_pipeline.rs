@@ -85,12 +85,7 @@ impl RecordSource for SyntheticSource {
 }
 
 fn info() -> InputInfo {
-    InputInfo {
-        format_description: "test records".into(),
-        files: vec![PathBuf::from("edges.txt")],
-        total_bytes: 0,
-        ..InputInfo::default()
-    }
+    InputInfo { format_description: "test records".into(), files: vec![PathBuf::from("edges.txt")], total_bytes: 0, ..InputInfo::default() }
 }
 
 fn options(budget: u64) -> ImportOptions {
@@ -149,13 +144,11 @@ fn expected_graph(records: &[InputRecord], rules: Rules) -> (InMemoryGraph, u64,
         let key = |&(s, t, _): &(usize, usize, f64)| if rules.directed { (s, t) } else { (s.min(t), s.max(t)) };
         let mut best: std::collections::BTreeMap<(usize, usize), (usize, usize, f64)> = Default::default();
         for e in &edges {
-            best.entry(key(e))
-                .and_modify(|b| {
-                    if e.2 < b.2 {
-                        *b = *e
-                    }
-                })
-                .or_insert(*e);
+            best.entry(key(e)).and_modify(|b| {
+                if e.2 < b.2 {
+                    *b = *e
+                }
+            }).or_insert(*e);
         }
         edges = best.into_values().collect();
     }
@@ -185,10 +178,7 @@ fn assert_same_store(actual: &Store, expected: &Store) {
         let (a, e) = (actual.csr(direction).unwrap().load().unwrap(), expected.csr(direction).unwrap().load().unwrap());
         assert_eq!(a, e, "{direction:?} adjacency");
     }
-    assert_eq!(
-        actual.manifest().layouts.keys().collect::<Vec<_>>(),
-        expected.manifest().layouts.keys().collect::<Vec<_>>()
-    );
+    assert_eq!(actual.manifest().layouts.keys().collect::<Vec<_>>(), expected.manifest().layouts.keys().collect::<Vec<_>>());
     actual.verify().unwrap();
 }
 
@@ -224,10 +214,7 @@ fn raw_id(value: u64, as_string: bool) -> RawId {
 fn records_strategy() -> impl Strategy<Value = (Vec<InputRecord>, bool)> {
     (
         proptest::collection::vec(any::<u64>(), 1..60),
-        proptest::collection::vec(
-            (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..5, any::<bool>()),
-            0..1500,
-        ),
+        proptest::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..5, any::<bool>()), 0..1500),
         proptest::collection::vec(any::<u64>(), 0..20),
         any::<bool>(),
     )
@@ -327,16 +314,9 @@ fn directedness_and_weights_follow_the_input_unless_overridden() {
     let records = vec![InputRecord::Edge { src: RawId::U64(1), dst: RawId::U64(2), weight: Some(4.0) }];
     let declared = InputInfo { directed: Some(false), weighted: Some(true), ..info() };
     let run = |opts: &ImportOptions, name: &str| {
-        import_records(
-            Box::new(VecSource::new(records.clone())),
-            declared.clone(),
-            &dir.path().join(name),
-            opts,
-            &NoProgress,
-            &CancelToken::new(),
-        )
-        .unwrap()
-        .0
+        import_records(Box::new(VecSource::new(records.clone())), declared.clone(), &dir.path().join(name), opts, &NoProgress, &CancelToken::new())
+            .unwrap()
+            .0
     };
     let from_input = run(&options(1 << 20), "a");
     assert!(!from_input.is_directed() && from_input.is_weighted());
@@ -350,12 +330,7 @@ fn directedness_and_weights_follow_the_input_unless_overridden() {
 #[test]
 fn vertices_without_edges_make_a_valid_store_and_no_records_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, report) = import(
-        vec![InputRecord::Vertex(RawId::U64(9)), InputRecord::Vertex(RawId::U64(3))],
-        &dir.path().join("v"),
-        &options(1 << 20),
-    )
-    .unwrap();
+    let (store, report) = import(vec![InputRecord::Vertex(RawId::U64(9)), InputRecord::Vertex(RawId::U64(3))], &dir.path().join("v"), &options(1 << 20)).unwrap();
     assert_eq!((store.num_vertices(), store.num_arcs(), report.edges), (2, 0, 0));
     assert_eq!(store.csr(Direction::Out).unwrap().load().unwrap().offsets, vec![0, 0, 0]);
 
@@ -412,8 +387,7 @@ fn a_failing_source_leaves_no_store_and_keeps_the_old_one() {
     let opts = options(64 << 10);
     for fail_at in [0, 1, 10, 39] {
         let source = VecSource::failing_at_batch(many_edges(10_000), fail_at);
-        let err =
-            import_records(Box::new(source), info(), &target, &opts, &NoProgress, &CancelToken::new()).unwrap_err();
+        let err = import_records(Box::new(source), info(), &target, &opts, &NoProgress, &CancelToken::new()).unwrap_err();
         assert!(err.to_string().contains("injected failure"), "{err}");
         assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "after a failure at batch {fail_at}");
         let reopened = Store::open(&target).unwrap();
@@ -421,14 +395,7 @@ fn a_failing_source_leaves_no_store_and_keeps_the_old_one() {
         assert_eq!(reopened.ids().unwrap().all_u64().unwrap(), vec![1, 2]);
     }
     let fresh = dir.path().join("fresh");
-    let err = import_records(
-        Box::new(VecSource::failing_at_batch(many_edges(10_000), 5)),
-        info(),
-        &fresh,
-        &opts,
-        &NoProgress,
-        &CancelToken::new(),
-    );
+    let err = import_records(Box::new(VecSource::failing_at_batch(many_edges(10_000), 5)), info(), &fresh, &opts, &NoProgress, &CancelToken::new());
     assert!(err.is_err());
     assert!(!fresh.exists());
     assert_eq!(leftovers(dir.path()), Vec::<String>::new());
@@ -465,24 +432,10 @@ fn a_failure_in_any_later_step_leaves_no_store_and_keeps_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("graph");
     import(vec![edge(1, 2)], &target, &options(1 << 20)).unwrap();
-    let steps = [
-        "reading input",
-        "assigning dense ids",
-        "mapping edge sources",
-        "mapping edge targets",
-        "writing csr-out",
-        "writing csr-in",
-    ];
+    let steps = ["reading input", "assigning dense ids", "mapping edge sources", "mapping edge targets", "writing csr-out", "writing csr-in"];
     for step in steps {
         let progress = CancelAtStep { label: step, cancel: CancelToken::new(), seen: Default::default() };
-        let result = import_records(
-            Box::new(VecSource::new(many_edges(20_000))),
-            info(),
-            &target,
-            &options(64 << 10),
-            &progress,
-            &progress.cancel,
-        );
+        let result = import_records(Box::new(VecSource::new(many_edges(20_000))), info(), &target, &options(64 << 10), &progress, &progress.cancel);
         assert!(matches!(result, Err(Error::Interrupted)), "cancelled at {step}: {result:?}");
         assert_eq!(progress.seen.lock().unwrap().last().map(String::as_str), Some(step), "the step was reached");
         assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "cancelled at {step}");

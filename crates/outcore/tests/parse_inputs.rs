@@ -13,7 +13,9 @@ use outcore::store::IdType;
 // ---------------------------------------------------------------- helpers
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/inputs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/inputs")
+        .join(name)
 }
 
 fn options() -> ImportOptions {
@@ -21,7 +23,10 @@ fn options() -> ImportOptions {
 }
 
 fn with_format(format: InputFormat) -> ImportOptions {
-    ImportOptions { format, ..ImportOptions::default() }
+    ImportOptions {
+        format,
+        ..ImportOptions::default()
+    }
 }
 
 /// Everything a parse produced.
@@ -37,7 +42,11 @@ impl Parsed {
         self.records
             .iter()
             .filter_map(|r| match r {
-                InputRecord::Edge { src: RawId::U64(s), dst: RawId::U64(d), weight } => Some((*s, *d, *weight)),
+                InputRecord::Edge {
+                    src: RawId::U64(s),
+                    dst: RawId::U64(d),
+                    weight,
+                } => Some((*s, *d, *weight)),
                 InputRecord::Edge { .. } => panic!("string id in u64 mode: {r:?}"),
                 InputRecord::Vertex(_) => None,
             })
@@ -67,12 +76,20 @@ fn try_parse(inputs: &[PathBuf], opts: &ImportOptions) -> outcore::Result<Parsed
     loop {
         let before = records.len();
         let more = source.read_batch(&mut records, 3)?;
-        assert!(records.len() - before <= 3, "read_batch appended more than asked");
+        assert!(
+            records.len() - before <= 3,
+            "read_batch appended more than asked"
+        );
         if !more {
             break;
         }
     }
-    Ok(Parsed { records, info, skipped: source.skipped_lines(), bytes_consumed: source.bytes_consumed() })
+    Ok(Parsed {
+        records,
+        info,
+        skipped: source.skipped_lines(),
+        bytes_consumed: source.bytes_consumed(),
+    })
 }
 
 fn parse(inputs: &[PathBuf], opts: &ImportOptions) -> Parsed {
@@ -89,14 +106,20 @@ fn parse_one(path: &Path) -> Parsed {
 /// The error message of a parse that must fail.
 fn error_of(inputs: &[PathBuf], opts: &ImportOptions) -> String {
     match try_parse(inputs, opts) {
-        Ok(parsed) => panic!("parsing {inputs:?} should fail, got {} records", parsed.records.len()),
+        Ok(parsed) => panic!(
+            "parsing {inputs:?} should fail, got {} records",
+            parsed.records.len()
+        ),
         Err(e) => e.to_string(),
     }
 }
 
 fn assert_contains(message: &str, parts: &[&str]) {
     for part in parts {
-        assert!(message.contains(part), "message {message:?} does not contain {part:?}");
+        assert!(
+            message.contains(part),
+            "message {message:?} does not contain {part:?}"
+        );
     }
 }
 
@@ -132,9 +155,15 @@ const SNAP_EDGES: [(u64, u64); 5] = [(1, 2), (2, 3), (3, 4), (4, 1), (5, 5)];
 fn edge_list_skips_comments_and_blank_lines_and_accepts_commas_tabs_and_extra_columns() {
     let parsed = parse_one(&fixture("snap.txt"));
     assert_eq!(parsed.pairs(), SNAP_EDGES);
-    assert!(parsed.edges().iter().all(|e| e.2.is_none()), "unweighted by default");
+    assert!(
+        parsed.edges().iter().all(|e| e.2.is_none()),
+        "unweighted by default"
+    );
     assert!(parsed.vertices().is_empty());
-    assert_eq!(parsed.info.format_description, "SNAP/TSV edge list (detected from content)");
+    assert_eq!(
+        parsed.info.format_description,
+        "SNAP/TSV edge list (detected from content)"
+    );
     assert_eq!(parsed.info.directed, None);
     assert_eq!(parsed.info.weighted, None);
     assert_eq!(parsed.info.files, vec![fixture("snap.txt")]);
@@ -143,12 +172,25 @@ fn edge_list_skips_comments_and_blank_lines_and_accepts_commas_tabs_and_extra_co
 #[test]
 fn edge_list_with_crlf_line_endings_and_trailing_whitespace() {
     let dir = tempdir();
-    let path = write(dir.path(), "crlf.tsv", b"# comment\r\n1 2 0.25 \r\n\r\n3\t4\t-1.5\t\r\n5,6,7\r\n");
-    let opts = ImportOptions { weighted: Some(true), ..options() };
+    let path = write(
+        dir.path(),
+        "crlf.tsv",
+        b"# comment\r\n1 2 0.25 \r\n\r\n3\t4\t-1.5\t\r\n5,6,7\r\n",
+    );
+    let opts = ImportOptions {
+        weighted: Some(true),
+        ..options()
+    };
     let parsed = parse(&[path], &opts);
-    assert_eq!(parsed.edges(), vec![(1, 2, Some(0.25)), (3, 4, Some(-1.5)), (5, 6, Some(7.0))]);
+    assert_eq!(
+        parsed.edges(),
+        vec![(1, 2, Some(0.25)), (3, 4, Some(-1.5)), (5, 6, Some(7.0))]
+    );
     assert_eq!(parsed.info.weighted, Some(true));
-    assert_contains(&parsed.info.format_description, &["edge list with weights in the third column"]);
+    assert_contains(
+        &parsed.info.format_description,
+        &["edge list with weights in the third column"],
+    );
 }
 
 #[test]
@@ -164,7 +206,10 @@ fn utf8_byte_order_mark_is_ignored() {
     let edges = write(dir.path(), "bom.txt", b"\xEF\xBB\xBF1 2\n3 4\n");
     assert_eq!(parse_one(&edges).pairs(), vec![(1, 2), (3, 4)]);
     let csv = write(dir.path(), "bom.csv", b"\xEF\xBB\xBFsrc,dst\n1,2\n");
-    let opts = ImportOptions { src_col: Some("src".into()), ..options() };
+    let opts = ImportOptions {
+        src_col: Some("src".into()),
+        ..options()
+    };
     assert_eq!(parse(&[csv], &opts).pairs(), vec![(1, 2)]);
 }
 
@@ -194,7 +239,12 @@ fn lines_across_buffer_boundaries_and_very_long_lines() {
     let (mut source, info) = open_inputs(&[path], &options()).expect("open");
     let mut records = Vec::new();
     while source.read_batch(&mut records, 100_000).expect("read") {}
-    let parsed = Parsed { records, info, skipped: (0, vec![]), bytes_consumed: source.bytes_consumed() };
+    let parsed = Parsed {
+        records,
+        info,
+        skipped: (0, vec![]),
+        bytes_consumed: source.bytes_consumed(),
+    };
     assert_eq!(parsed.pairs(), expected);
     assert_eq!(parsed.bytes_consumed, content.len() as u64);
     assert_eq!(parsed.info.total_bytes, content.len() as u64);
@@ -210,7 +260,10 @@ fn several_inputs_are_read_in_order_and_sizes_add_up() {
     assert_eq!(parsed.info.total_bytes, 8 + 18);
     assert_eq!(parsed.bytes_consumed, 8 + 18);
     assert_eq!(parsed.info.files.len(), 2);
-    assert_contains(&parsed.info.format_description, &["SNAP/TSV edge list", "[2 inputs]"]);
+    assert_contains(
+        &parsed.info.format_description,
+        &["SNAP/TSV edge list", "[2 inputs]"],
+    );
 }
 
 // ---------------------------------------------------------------- CSV
@@ -219,7 +272,10 @@ fn several_inputs_are_read_in_order_and_sizes_add_up() {
 fn csv_with_header_and_quoted_fields() {
     let parsed = parse_one(&fixture("edges.csv"));
     // A column named "weight" declares weights.
-    assert_eq!(parsed.edges(), vec![(1, 2, Some(0.5)), (2, 3, Some(1.5)), (3, 4, Some(2.5))]);
+    assert_eq!(
+        parsed.edges(),
+        vec![(1, 2, Some(0.5)), (2, 3, Some(1.5)), (3, 4, Some(2.5))]
+    );
     assert_eq!(parsed.info.weighted, Some(true));
     assert_eq!(
         parsed.info.format_description,
@@ -231,7 +287,11 @@ fn csv_with_header_and_quoted_fields() {
 #[test]
 fn csv_columns_by_name_or_index() {
     let dir = tempdir();
-    let path = write(dir.path(), "edges.csv", b"when,to,from,cost\n2001,2,1,0.5\n2002,3,2,1.5\n\n2003,1,\"3\",2.5\r\n");
+    let path = write(
+        dir.path(),
+        "edges.csv",
+        b"when,to,from,cost\n2001,2,1,0.5\n2002,3,2,1.5\n\n2003,1,\"3\",2.5\r\n",
+    );
     let opts = ImportOptions {
         src_col: Some("from".into()),
         dst_col: Some("1".into()),
@@ -239,14 +299,33 @@ fn csv_columns_by_name_or_index() {
         ..options()
     };
     let parsed = parse(std::slice::from_ref(&path), &opts);
-    assert_eq!(parsed.edges(), vec![(1, 2, Some(0.5)), (2, 3, Some(1.5)), (3, 1, Some(2.5))]);
+    assert_eq!(
+        parsed.edges(),
+        vec![(1, 2, Some(0.5)), (2, 3, Some(1.5)), (3, 1, Some(2.5))]
+    );
 
-    let unweighted = ImportOptions { weighted: Some(false), ..opts.clone() };
-    assert!(parse(std::slice::from_ref(&path), &unweighted).edges().iter().all(|e| e.2.is_none()));
+    let unweighted = ImportOptions {
+        weighted: Some(false),
+        ..opts.clone()
+    };
+    assert!(parse(std::slice::from_ref(&path), &unweighted)
+        .edges()
+        .iter()
+        .all(|e| e.2.is_none()));
 
-    let bad_column = ImportOptions { src_col: Some("nope".into()), ..options() };
+    let bad_column = ImportOptions {
+        src_col: Some("nope".into()),
+        ..options()
+    };
     let message = error_of(&[path], &bad_column);
-    assert_contains(&message, &["edges.csv:1:", "--src-col 'nope'", "'when', 'to', 'from', 'cost'"]);
+    assert_contains(
+        &message,
+        &[
+            "edges.csv:1:",
+            "--src-col 'nope'",
+            "'when', 'to', 'from', 'cost'",
+        ],
+    );
 }
 
 #[test]
@@ -257,7 +336,10 @@ fn csv_tab_separated_and_without_weight_column() {
     assert_eq!(parsed.edges(), vec![(1, 2, None), (2, 3, None)]);
     assert_contains(&parsed.info.format_description, &["tab-separated"]);
 
-    let opts = ImportOptions { weighted: Some(true), ..options() };
+    let opts = ImportOptions {
+        weighted: Some(true),
+        ..options()
+    };
     let message = error_of(&[path], &opts);
     assert_contains(&message, &["e.csv:1:", "only two columns", "--weight-col"]);
 }
@@ -266,9 +348,15 @@ fn csv_tab_separated_and_without_weight_column() {
 fn csv_bad_rows() {
     let dir = tempdir();
     let short = write(dir.path(), "short.csv", b"src,dst\n1,2\n3\n");
-    assert_contains(&error_of(&[short], &options()), &["short.csv:3:", "expected at least 2 columns, found 1: 3"]);
+    assert_contains(
+        &error_of(&[short], &options()),
+        &["short.csv:3:", "expected at least 2 columns, found 1: 3"],
+    );
     let quote = write(dir.path(), "quote.csv", b"src,dst\n1,\"2\n");
-    assert_contains(&error_of(&[quote], &options()), &["quote.csv:2:", "unterminated quoted field"]);
+    assert_contains(
+        &error_of(&[quote], &options()),
+        &["quote.csv:2:", "unterminated quoted field"],
+    );
 }
 
 #[test]
@@ -277,7 +365,10 @@ fn csv_without_header_is_a_comma_separated_edge_list() {
     let path = write(dir.path(), "plain.csv", b"1,2\n2,3\n");
     let parsed = parse_one(&path);
     assert_eq!(parsed.pairs(), vec![(1, 2), (2, 3)]);
-    assert_contains(&parsed.info.format_description, &["edge list", "without a header row"]);
+    assert_contains(
+        &parsed.info.format_description,
+        &["edge list", "without a header row"],
+    );
 }
 
 // ---------------------------------------------------------------- Matrix Market
@@ -286,7 +377,15 @@ fn csv_without_header_is_a_comma_separated_edge_list() {
 fn matrix_market_real_symmetric_keeps_isolated_vertices() {
     let parsed = parse_one(&fixture("graph.mtx"));
     assert_eq!(parsed.vertices(), vec![1, 2, 3, 4, 5, 6]);
-    assert_eq!(parsed.edges(), vec![(1, 2, Some(0.5)), (2, 3, Some(1.5)), (3, 1, Some(-2.0)), (4, 5, Some(300.0))]);
+    assert_eq!(
+        parsed.edges(),
+        vec![
+            (1, 2, Some(0.5)),
+            (2, 3, Some(1.5)),
+            (3, 1, Some(-2.0)),
+            (4, 5, Some(300.0))
+        ]
+    );
     assert_eq!(parsed.info.directed, Some(false));
     assert_eq!(parsed.info.weighted, Some(true));
     assert_eq!(
@@ -299,17 +398,29 @@ fn matrix_market_real_symmetric_keeps_isolated_vertices() {
 fn matrix_market_pattern_general_rectangular() {
     let parsed = parse_one(&fixture("pattern.mtx"));
     assert_eq!(parsed.vertices(), vec![1, 2, 3, 4]);
-    assert_eq!(parsed.edges(), vec![(1, 2, None), (2, 3, None), (3, 4, None)]);
+    assert_eq!(
+        parsed.edges(),
+        vec![(1, 2, None), (2, 3, None), (3, 4, None)]
+    );
     assert_eq!(parsed.info.directed, Some(true));
     assert_eq!(parsed.info.weighted, Some(false));
 
-    let weighted = ImportOptions { weighted: Some(true), ..options() };
-    assert_contains(&error_of(&[fixture("pattern.mtx")], &weighted), &["pattern.mtx:1:", "'pattern'", "no values"]);
+    let weighted = ImportOptions {
+        weighted: Some(true),
+        ..options()
+    };
+    assert_contains(
+        &error_of(&[fixture("pattern.mtx")], &weighted),
+        &["pattern.mtx:1:", "'pattern'", "no values"],
+    );
 }
 
 #[test]
 fn matrix_market_weights_can_be_ignored() {
-    let opts = ImportOptions { weighted: Some(false), ..options() };
+    let opts = ImportOptions {
+        weighted: Some(false),
+        ..options()
+    };
     let parsed = parse(&[fixture("graph.mtx")], &opts);
     assert!(parsed.edges().iter().all(|e| e.2.is_none()));
     assert_eq!(parsed.info.weighted, Some(false));
@@ -318,37 +429,89 @@ fn matrix_market_weights_can_be_ignored() {
 #[test]
 fn matrix_market_entry_count_is_checked() {
     let dir = tempdir();
-    let truncated =
-        write(dir.path(), "short.mtx", b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n");
+    let truncated = write(
+        dir.path(),
+        "short.mtx",
+        b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n",
+    );
     assert_contains(
         &error_of(&[truncated], &options()),
-        &["short.mtx:", "size line (line 2) declares 3 entries but the file ends after 2", "truncated"],
+        &[
+            "short.mtx:",
+            "size line (line 2) declares 3 entries but the file ends after 2",
+            "truncated",
+        ],
     );
-    let too_many =
-        write(dir.path(), "long.mtx", b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n");
-    assert_contains(&error_of(&[too_many], &options()), &["long.mtx:4:", "more entries than the 1 declared", "2 3"]);
+    let too_many = write(
+        dir.path(),
+        "long.mtx",
+        b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n",
+    );
+    assert_contains(
+        &error_of(&[too_many], &options()),
+        &["long.mtx:4:", "more entries than the 1 declared", "2 3"],
+    );
 }
 
 #[test]
 fn matrix_market_bad_entries_and_unsupported_kinds() {
     let dir = tempdir();
     let header = "%%MatrixMarket matrix coordinate integer general\n";
-    let out_of_range = write(dir.path(), "range.mtx", format!("{header}3 3 1\n0 2 1\n").as_bytes());
+    let out_of_range = write(
+        dir.path(),
+        "range.mtx",
+        format!("{header}3 3 1\n0 2 1\n").as_bytes(),
+    );
     assert_contains(
         &error_of(&[out_of_range], &options()),
         &["range.mtx:3:", "row index 0 is out of range 1..=3", "0 2 1"],
     );
-    let missing_value = write(dir.path(), "value.mtx", format!("{header}3 3 1\n1 2\n").as_bytes());
-    assert_contains(&error_of(&[missing_value], &options()), &["value.mtx:3:", "missing value"]);
-    let bad_size = write(dir.path(), "size.mtx", format!("{header}3 x 1\n1 2 1\n").as_bytes());
-    assert_contains(&error_of(&[bad_size], &options()), &["size.mtx:2:", "invalid Matrix Market size line"]);
+    let missing_value = write(
+        dir.path(),
+        "value.mtx",
+        format!("{header}3 3 1\n1 2\n").as_bytes(),
+    );
+    assert_contains(
+        &error_of(&[missing_value], &options()),
+        &["value.mtx:3:", "missing value"],
+    );
+    let bad_size = write(
+        dir.path(),
+        "size.mtx",
+        format!("{header}3 x 1\n1 2 1\n").as_bytes(),
+    );
+    assert_contains(
+        &error_of(&[bad_size], &options()),
+        &["size.mtx:2:", "invalid Matrix Market size line"],
+    );
 
-    let array = write(dir.path(), "dense.mtx", b"%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n");
-    assert_contains(&error_of(&[array], &options()), &["dense.mtx:1:", "'array' (dense) format is not supported"]);
-    let complex = write(dir.path(), "c.mtx", b"%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n");
-    assert_contains(&error_of(&[complex], &options()), &["c.mtx:1:", "complex-valued"]);
-    let hermitian = write(dir.path(), "h.mtx", b"%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n");
-    assert_contains(&error_of(&[hermitian], &options()), &["h.mtx:1:", "'hermitian' is not supported"]);
+    let array = write(
+        dir.path(),
+        "dense.mtx",
+        b"%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
+    );
+    assert_contains(
+        &error_of(&[array], &options()),
+        &["dense.mtx:1:", "'array' (dense) format is not supported"],
+    );
+    let complex = write(
+        dir.path(),
+        "c.mtx",
+        b"%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n",
+    );
+    assert_contains(
+        &error_of(&[complex], &options()),
+        &["c.mtx:1:", "complex-valued"],
+    );
+    let hermitian = write(
+        dir.path(),
+        "h.mtx",
+        b"%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n",
+    );
+    assert_contains(
+        &error_of(&[hermitian], &options()),
+        &["h.mtx:1:", "'hermitian' is not supported"],
+    );
 
     let no_banner = write(dir.path(), "nobanner.mtx", b"3 3 1\n1 2\n");
     assert_contains(
@@ -356,7 +519,10 @@ fn matrix_market_bad_entries_and_unsupported_kinds() {
         &["nobanner.mtx:1:", "%%MatrixMarket header"],
     );
     let explicit = with_format(InputFormat::MatrixMarket);
-    assert_contains(&error_of(&[no_banner], &explicit), &["nobanner.mtx:1:", "not a Matrix Market file"]);
+    assert_contains(
+        &error_of(&[no_banner], &explicit),
+        &["nobanner.mtx:1:", "not a Matrix Market file"],
+    );
 }
 
 // ---------------------------------------------------------------- Graphalytics
@@ -366,9 +532,17 @@ fn graphalytics_properties_with_weight_as_second_edge_property() {
     let parsed = parse_one(&fixture("tiny.properties"));
     // Vertices first (40 is isolated), then edges with the weight from column 4.
     assert_eq!(parsed.vertices(), vec![10, 20, 30, 40]);
-    assert_eq!(parsed.edges(), vec![(10, 20, Some(0.5)), (20, 30, Some(1.5)), (30, 10, Some(2.5))]);
+    assert_eq!(
+        parsed.edges(),
+        vec![
+            (10, 20, Some(0.5)),
+            (20, 30, Some(1.5)),
+            (30, 10, Some(2.5))
+        ]
+    );
     assert!(
-        matches!(parsed.records[0], InputRecord::Vertex(_)) && matches!(parsed.records[4], InputRecord::Edge { .. })
+        matches!(parsed.records[0], InputRecord::Vertex(_))
+            && matches!(parsed.records[4], InputRecord::Edge { .. })
     );
     assert_eq!(parsed.info.directed, Some(false));
     assert_eq!(parsed.info.weighted, Some(true));
@@ -377,7 +551,10 @@ fn graphalytics_properties_with_weight_as_second_edge_property() {
         "LDBC Graphalytics graph 'tiny': tiny.v + tiny.e, undirected, weights in column 4 \
          (detected from the .properties extension)"
     );
-    assert_eq!(parsed.info.files, vec![fixture("tiny.v"), fixture("tiny.e")]);
+    assert_eq!(
+        parsed.info.files,
+        vec![fixture("tiny.v"), fixture("tiny.e")]
+    );
 }
 
 #[test]
@@ -390,7 +567,11 @@ fn graphalytics_pair_as_two_inputs_or_edge_file_alone() {
     assert_eq!(both.edges()[0].2, Some(0.5));
 
     let edge_file_only = parse_one(&fixture("tiny.e"));
-    assert_eq!(edge_file_only.vertices(), vec![10, 20, 30, 40], "the .v beside the .e is read");
+    assert_eq!(
+        edge_file_only.vertices(),
+        vec![10, 20, 30, 40],
+        "the .v beside the .e is read"
+    );
     assert_eq!(edge_file_only.records.len(), 7);
 
     let dir = tempdir();
@@ -411,7 +592,10 @@ fn graphalytics_missing_vertex_file_named_by_properties() {
     );
     assert_contains(
         &error_of(&[properties], &options()),
-        &["g.properties:1:", "vertex file 'missing.v' named by graph.g.vertex-file not found"],
+        &[
+            "g.properties:1:",
+            "vertex file 'missing.v' named by graph.g.vertex-file not found",
+        ],
     );
 }
 
@@ -425,9 +609,15 @@ fn graphalytics_bad_directed_value_and_unrelated_properties() {
         "g.properties",
         b"graph.g.vertex-file = g.v\ngraph.g.edge-file = g.e\n\ngraph.g.directed = maybe\n",
     );
-    assert_contains(&error_of(&[properties], &options()), &["g.properties:4:", "must be true or false, not 'maybe'"]);
+    assert_contains(
+        &error_of(&[properties], &options()),
+        &["g.properties:4:", "must be true or false, not 'maybe'"],
+    );
     let unrelated = write(dir.path(), "other.properties", b"some.key = 1\n");
-    assert_contains(&error_of(&[unrelated], &options()), &["other.properties", "no 'graph.NAME.edge-file' entry"]);
+    assert_contains(
+        &error_of(&[unrelated], &options()),
+        &["other.properties", "no 'graph.NAME.edge-file' entry"],
+    );
 }
 
 /// Where the Graphalytics validation graphs are: the repository copy once merged, else the
@@ -438,7 +628,12 @@ fn graphalytics_dir() -> PathBuf {
         return in_repo;
     }
     let shared = PathBuf::from("/work/shared/validation/graphalytics");
-    assert!(shared.is_dir(), "Graphalytics validation data not found in {} or {}", in_repo.display(), shared.display());
+    assert!(
+        shared.is_dir(),
+        "Graphalytics validation data not found in {} or {}",
+        in_repo.display(),
+        shared.display()
+    );
     shared
 }
 
@@ -458,25 +653,49 @@ fn all_graphalytics_validation_graphs_parse_with_the_declared_counts() {
         .filter(|p| p.extension().is_some_and(|e| e == "properties"))
         .collect();
     graphs.sort();
-    assert_eq!(graphs.len(), 14, "expected the 14 Graphalytics validation graphs in {}", dir.display());
+    assert_eq!(
+        graphs.len(),
+        14,
+        "expected the 14 Graphalytics validation graphs in {}",
+        dir.display()
+    );
     for properties in graphs {
         let text = std::fs::read_to_string(&properties).expect("read properties");
         let count = |key| -> usize {
-            property(&text, key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {properties:?}"))
+            property(&text, key)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{key} in {properties:?}"))
         };
         let parsed = parse(std::slice::from_ref(&properties), &options());
         let vertices = parsed.vertices();
         let edges = parsed.edges();
-        assert_eq!(vertices.len(), count(".meta.vertices"), "vertices of {properties:?}");
+        assert_eq!(
+            vertices.len(),
+            count(".meta.vertices"),
+            "vertices of {properties:?}"
+        );
         assert_eq!(edges.len(), count(".meta.edges"), "edges of {properties:?}");
         let directed = property(&text, ".directed").expect("directed") == "true";
         assert_eq!(parsed.info.directed, Some(directed), "{properties:?}");
-        let weighted = property(&text, ".edge-properties.names").is_some_and(|n| n.contains("weight"));
+        let weighted =
+            property(&text, ".edge-properties.names").is_some_and(|n| n.contains("weight"));
         assert_eq!(parsed.info.weighted, Some(weighted), "{properties:?}");
-        assert!(edges.iter().all(|e| e.2.is_some() == weighted), "{properties:?}");
+        assert!(
+            edges.iter().all(|e| e.2.is_some() == weighted),
+            "{properties:?}"
+        );
         let known: std::collections::HashSet<u64> = vertices.iter().copied().collect();
-        assert_eq!(known.len(), vertices.len(), "duplicate vertex in {properties:?}");
-        assert!(edges.iter().all(|(s, d, _)| known.contains(s) && known.contains(d)), "{properties:?}");
+        assert_eq!(
+            known.len(),
+            vertices.len(),
+            "duplicate vertex in {properties:?}"
+        );
+        assert!(
+            edges
+                .iter()
+                .all(|(s, d, _)| known.contains(s) && known.contains(d)),
+            "{properties:?}"
+        );
     }
 }
 
@@ -486,7 +705,10 @@ fn all_graphalytics_validation_graphs_parse_with_the_declared_counts() {
 fn binary_pairs_u32_and_u64() {
     let parsed32 = parse_one(&fixture("pairs.bin32"));
     assert_eq!(parsed32.pairs(), vec![(1, 2), (2, 3), (3, 4_000_000_000)]);
-    assert_eq!(parsed32.info.format_description, "raw little-endian u32 id pairs (detected from the .bin32 extension)");
+    assert_eq!(
+        parsed32.info.format_description,
+        "raw little-endian u32 id pairs (detected from the .bin32 extension)"
+    );
     let parsed64 = parse_one(&fixture("pairs.bin64"));
     assert_eq!(parsed64.pairs(), vec![(1, 2), (2, 3), (3, u64::MAX)]);
 
@@ -503,13 +725,23 @@ fn binary_file_with_a_torn_last_pair() {
     let odd = write(dir.path(), "odd.bin32", &bytes);
     assert_contains(
         &error_of(&[odd], &options()),
-        &["odd.bin32", "size 27 bytes is not a multiple of 8", "3 trailing bytes"],
+        &[
+            "odd.bin32",
+            "size 27 bytes is not a multiple of 8",
+            "3 trailing bytes",
+        ],
     );
     // Compressed: only noticed at the end of the stream, with the same message.
     let odd_gz = write(dir.path(), "odd.bin32.gz", &gzip(&bytes));
-    assert_contains(&error_of(&[odd_gz], &options()), &["odd.bin32.gz", "3 trailing bytes"]);
+    assert_contains(
+        &error_of(&[odd_gz], &options()),
+        &["odd.bin32.gz", "3 trailing bytes"],
+    );
     let odd64 = write(dir.path(), "odd.bin64", &read_fixture("pairs.bin64")[..40]);
-    assert_contains(&error_of(&[odd64], &options()), &["odd.bin64", "not a multiple of 16", "8 trailing bytes"]);
+    assert_contains(
+        &error_of(&[odd64], &options()),
+        &["odd.bin64", "not a multiple of 16", "8 trailing bytes"],
+    );
 }
 
 #[test]
@@ -521,7 +753,10 @@ fn binary_data_read_as_text_is_refused() {
         &["pairs.txt", "binary data", "--format bin32"],
     );
     let explicit = with_format(InputFormat::EdgeList);
-    assert_contains(&error_of(&[renamed], &explicit), &["pairs.txt", "binary data (NUL bytes)", "bin64"]);
+    assert_contains(
+        &error_of(&[renamed], &explicit),
+        &["pairs.txt", "binary data (NUL bytes)", "bin64"],
+    );
 }
 
 // ---------------------------------------------------------------- compression
@@ -529,18 +764,33 @@ fn binary_data_read_as_text_is_refused() {
 #[test]
 fn gzip_and_zstd_give_the_same_records_for_every_format() {
     let dir = tempdir();
-    for name in ["snap.txt", "edges.csv", "graph.mtx", "pattern.mtx", "pairs.bin32", "pairs.bin64"] {
+    for name in [
+        "snap.txt",
+        "edges.csv",
+        "graph.mtx",
+        "pattern.mtx",
+        "pairs.bin32",
+        "pairs.bin64",
+    ] {
         let plain = parse_one(&fixture(name));
         let content = read_fixture(name);
-        for (suffix, compressed, adjective) in
-            [(".gz", gzip(&content), "gzip-compressed "), (".zst", zstd(&content), "zstd-compressed ")]
-        {
+        for (suffix, compressed, adjective) in [
+            (".gz", gzip(&content), "gzip-compressed "),
+            (".zst", zstd(&content), "zstd-compressed "),
+        ] {
             let path = write(dir.path(), &format!("{name}{suffix}"), &compressed);
             let parsed = parse_one(&path);
             assert_eq!(parsed.records, plain.records, "{name}{suffix}");
-            assert_eq!(parsed.info.format_description, format!("{adjective}{}", plain.info.format_description));
+            assert_eq!(
+                parsed.info.format_description,
+                format!("{adjective}{}", plain.info.format_description)
+            );
             assert_eq!(parsed.info.total_bytes, compressed.len() as u64);
-            assert_eq!(parsed.bytes_consumed, compressed.len() as u64, "{name}{suffix}");
+            assert_eq!(
+                parsed.bytes_consumed,
+                compressed.len() as u64,
+                "{name}{suffix}"
+            );
         }
     }
 }
@@ -583,19 +833,31 @@ fn truncated_compressed_streams_are_errors_naming_the_file() {
     let truncated_gz = write(dir.path(), "cut.txt.gz", &gz[..gz.len() / 2]);
     assert_contains(
         &error_of(&[truncated_gz], &options()),
-        &["cut.txt.gz", "compressed stream ends unexpectedly (truncated gzip file?)"],
+        &[
+            "cut.txt.gz",
+            "compressed stream ends unexpectedly (truncated gzip file?)",
+        ],
     );
     let zst = zstd(&content);
     let truncated_zst = write(dir.path(), "cut.txt.zst", &zst[..zst.len() / 2]);
     assert_contains(
         &error_of(&[truncated_zst], &options()),
-        &["cut.txt.zst", "compressed stream ends unexpectedly (truncated zstd file?)"],
+        &[
+            "cut.txt.zst",
+            "compressed stream ends unexpectedly (truncated zstd file?)",
+        ],
     );
     // Only the 8-byte trailer missing: the data is all there but the stream is still cut.
     let no_trailer = write(dir.path(), "trailer.txt.gz", &gz[..gz.len() - 4]);
-    assert_contains(&error_of(&[no_trailer], &options()), &["trailer.txt.gz", "truncated gzip file?"]);
+    assert_contains(
+        &error_of(&[no_trailer], &options()),
+        &["trailer.txt.gz", "truncated gzip file?"],
+    );
     // Even skip-bad-lines does not hide a damaged file.
-    let skip = ImportOptions { skip_bad_lines: true, ..options() };
+    let skip = ImportOptions {
+        skip_bad_lines: true,
+        ..options()
+    };
     let truncated_gz = dir.path().join("cut.txt.gz");
     assert_contains(&error_of(&[truncated_gz], &skip), &["truncated gzip file?"]);
 }
@@ -617,7 +879,12 @@ fn corrupt_gzip_data_is_an_error() {
 fn invalid_ids_name_file_line_and_text() {
     let dir = tempdir();
     let cases: [(&str, &[u8], &str, &str); 4] = [
-        ("word.txt", b"# header\n1 2\nabc 3\n", "3: invalid vertex id 'abc'", "abc 3"),
+        (
+            "word.txt",
+            b"# header\n1 2\nabc 3\n",
+            "3: invalid vertex id 'abc'",
+            "abc 3",
+        ),
         ("neg.txt", b"1 -2\n", "1: invalid vertex id '-2'", "1 -2"),
         (
             "big.txt",
@@ -625,11 +892,19 @@ fn invalid_ids_name_file_line_and_text() {
             "2: invalid vertex id '18446744073709551616'",
             "18446744073709551616 1",
         ),
-        ("one.txt", b"1 2\n7\n", "2: expected 'src dst' but the line has a single field", "7"),
+        (
+            "one.txt",
+            b"1 2\n7\n",
+            "2: expected 'src dst' but the line has a single field",
+            "7",
+        ),
     ];
     for (name, content, message, text) in cases {
         let path = write(dir.path(), name, content);
-        let error = error_of(std::slice::from_ref(&path), &with_format(InputFormat::EdgeList));
+        let error = error_of(
+            std::slice::from_ref(&path),
+            &with_format(InputFormat::EdgeList),
+        );
         assert_eq!(
             error,
             format!(
@@ -648,29 +923,44 @@ fn invalid_ids_name_file_line_and_text() {
 #[test]
 fn weights_missing_unparseable_or_nan() {
     let dir = tempdir();
-    let weighted = ImportOptions { weighted: Some(true), ..options() };
+    let weighted = ImportOptions {
+        weighted: Some(true),
+        ..options()
+    };
     let missing = write(dir.path(), "m.txt", b"1 2 0.5\n2 3\n");
-    assert_contains(&error_of(std::slice::from_ref(&missing), &weighted), &["m.txt:2:", "missing weight", ": 2 3"]);
+    assert_contains(
+        &error_of(std::slice::from_ref(&missing), &weighted),
+        &["m.txt:2:", "missing weight", ": 2 3"],
+    );
     // Unweighted, the same file is fine (the third column is ignored).
     assert_eq!(parse_one(&missing).pairs(), vec![(1, 2), (2, 3)]);
 
     let nan = write(dir.path(), "nan.txt", b"1 2 NaN\n");
-    assert_contains(&error_of(&[nan], &weighted), &["nan.txt:1:", "invalid weight 'NaN'", "1 2 NaN"]);
+    assert_contains(
+        &error_of(&[nan], &weighted),
+        &["nan.txt:1:", "invalid weight 'NaN'", "1 2 NaN"],
+    );
     let word = write(dir.path(), "w.txt", b"1 2 heavy\n");
-    assert_contains(&error_of(&[word], &weighted), &["w.txt:1:", "invalid weight 'heavy' (expected a number)"]);
+    assert_contains(
+        &error_of(&[word], &weighted),
+        &["w.txt:1:", "invalid weight 'heavy' (expected a number)"],
+    );
     let negative = write(dir.path(), "neg.txt", b"1 2 -0.5\n2 3 1e-3\n3 4 inf\n");
     assert_eq!(
         parse(&[negative], &weighted).edges(),
-        vec![(1, 2, Some(-0.5)), (2, 3, Some(0.001)), (3, 4, Some(f64::INFINITY))]
+        vec![
+            (1, 2, Some(-0.5)),
+            (2, 3, Some(0.001)),
+            (3, 4, Some(f64::INFINITY))
+        ]
     );
-    let graphalytics_nan = write(
-        dir.path(),
-        "x.properties",
-        b"graph.x.vertex-file = x.v\ngraph.x.edge-file = x.e\ngraph.x.edge-properties.names = weight\n",
-    );
+    let graphalytics_nan = write(dir.path(), "x.properties", b"graph.x.vertex-file = x.v\ngraph.x.edge-file = x.e\ngraph.x.edge-properties.names = weight\n");
     write(dir.path(), "x.v", b"1\n2\n");
     write(dir.path(), "x.e", b"1 2 nan\n");
-    assert_contains(&error_of(&[graphalytics_nan], &options()), &["x.e:1:", "invalid weight 'nan'"]);
+    assert_contains(
+        &error_of(&[graphalytics_nan], &options()),
+        &["x.e:1:", "invalid weight 'nan'"],
+    );
 }
 
 #[test]
@@ -682,26 +972,45 @@ fn skip_bad_lines_counts_and_keeps_examples() {
     }
     content.extend_from_slice(b"3 4\n");
     let path = write(dir.path(), "dirty.txt", &content);
-    let opts = ImportOptions { skip_bad_lines: true, format: InputFormat::EdgeList, ..options() };
+    let opts = ImportOptions {
+        skip_bad_lines: true,
+        format: InputFormat::EdgeList,
+        ..options()
+    };
     let parsed = parse(std::slice::from_ref(&path), &opts);
     assert_eq!(parsed.pairs(), vec![(1, 2), (2, 3), (3, 4)]);
     let (count, examples) = parsed.skipped;
     assert_eq!(count, 22);
     assert_eq!(examples.len(), 10);
-    assert!(examples[0].starts_with(&format!("{}:2: ", path.display())), "{examples:?}");
+    assert!(
+        examples[0].starts_with(&format!("{}:2: ", path.display())),
+        "{examples:?}"
+    );
     assert!(examples[0].ends_with(": x 3"), "{examples:?}");
-    assert!(examples[1].starts_with(&format!("{}:4: ", path.display())) && examples[1].ends_with(": 4"));
+    assert!(
+        examples[1].starts_with(&format!("{}:4: ", path.display())) && examples[1].ends_with(": 4")
+    );
 
     // Without the option the first bad line fails the parse.
-    let strict = ImportOptions { skip_bad_lines: false, ..opts };
+    let strict = ImportOptions {
+        skip_bad_lines: false,
+        ..opts
+    };
     assert_contains(&error_of(&[path], &strict), &["dirty.txt:2:"]);
 }
 
 #[test]
 fn skip_bad_lines_in_matrix_market_and_binary() {
     let dir = tempdir();
-    let mtx = write(dir.path(), "s.mtx", b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n9 9\n2 3\n");
-    let opts = ImportOptions { skip_bad_lines: true, ..options() };
+    let mtx = write(
+        dir.path(),
+        "s.mtx",
+        b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n9 9\n2 3\n",
+    );
+    let opts = ImportOptions {
+        skip_bad_lines: true,
+        ..options()
+    };
     let parsed = parse(&[mtx], &opts);
     assert_eq!(parsed.pairs(), vec![(1, 2), (2, 3)]);
     assert_eq!(parsed.skipped.0, 1);
@@ -720,28 +1029,62 @@ fn skip_bad_lines_in_matrix_market_and_binary() {
 #[test]
 fn string_ids_are_kept_as_strings() {
     let dir = tempdir();
-    let path = write(dir.path(), "names.txt", b"# who follows whom\nalice bob\nbob carol 2.5\n42 alice\n");
-    let opts = ImportOptions { ids: IdType::String, ..options() };
+    let path = write(
+        dir.path(),
+        "names.txt",
+        b"# who follows whom\nalice bob\nbob carol 2.5\n42 alice\n",
+    );
+    let opts = ImportOptions {
+        ids: IdType::String,
+        ..options()
+    };
     let parsed = parse(&[path], &opts);
     let s = |x: &str| RawId::Str(x.to_string());
     assert_eq!(
         parsed.records,
         vec![
-            InputRecord::Edge { src: s("alice"), dst: s("bob"), weight: None },
-            InputRecord::Edge { src: s("bob"), dst: s("carol"), weight: None },
-            InputRecord::Edge { src: s("42"), dst: s("alice"), weight: None },
+            InputRecord::Edge {
+                src: s("alice"),
+                dst: s("bob"),
+                weight: None
+            },
+            InputRecord::Edge {
+                src: s("bob"),
+                dst: s("carol"),
+                weight: None
+            },
+            InputRecord::Edge {
+                src: s("42"),
+                dst: s("alice"),
+                weight: None
+            },
         ]
     );
     // Matrix Market vertices and entries agree on the spelling of string ids.
     let mtx = parse(&[fixture("pattern.mtx")], &opts);
     assert_eq!(mtx.records[0], InputRecord::Vertex(s("1")));
-    assert_eq!(mtx.records[4], InputRecord::Edge { src: s("1"), dst: s("2"), weight: None });
+    assert_eq!(
+        mtx.records[4],
+        InputRecord::Edge {
+            src: s("1"),
+            dst: s("2"),
+            weight: None
+        }
+    );
     // CSV with quoted names containing the delimiter.
     let dir = tempdir();
-    let csv = write(dir.path(), "people.csv", b"from,to\n\"Smith, J.\",\"O\"\"Neil\"\n");
+    let csv = write(
+        dir.path(),
+        "people.csv",
+        b"from,to\n\"Smith, J.\",\"O\"\"Neil\"\n",
+    );
     assert_eq!(
         parse(&[csv], &opts).records,
-        vec![InputRecord::Edge { src: s("Smith, J."), dst: s("O\"Neil"), weight: None }]
+        vec![InputRecord::Edge {
+            src: s("Smith, J."),
+            dst: s("O\"Neil"),
+            weight: None
+        }]
     );
 }
 
@@ -751,13 +1094,28 @@ fn string_ids_are_kept_as_strings() {
 fn auto_detection_says_what_it_chose_and_why() {
     let expectations = [
         ("snap.txt", "SNAP/TSV edge list (detected from content)"),
-        ("edges.csv", "(detected from the .csv extension and a header row)"),
-        ("graph.mtx", "Matrix Market coordinate real symmetric (detected from the %%MatrixMarket header)"),
-        ("pattern.mtx", "Matrix Market coordinate pattern general (detected from the %%MatrixMarket header)"),
+        (
+            "edges.csv",
+            "(detected from the .csv extension and a header row)",
+        ),
+        (
+            "graph.mtx",
+            "Matrix Market coordinate real symmetric (detected from the %%MatrixMarket header)",
+        ),
+        (
+            "pattern.mtx",
+            "Matrix Market coordinate pattern general (detected from the %%MatrixMarket header)",
+        ),
         ("tiny.properties", "LDBC Graphalytics graph 'tiny'"),
         ("tiny.e", "(detected from the .e extension)"),
-        ("pairs.bin32", "raw little-endian u32 id pairs (detected from the .bin32 extension)"),
-        ("pairs.bin64", "raw little-endian u64 id pairs (detected from the .bin64 extension)"),
+        (
+            "pairs.bin32",
+            "raw little-endian u32 id pairs (detected from the .bin32 extension)",
+        ),
+        (
+            "pairs.bin64",
+            "raw little-endian u64 id pairs (detected from the .bin64 extension)",
+        ),
     ];
     for (name, description) in expectations {
         let (_, info) = open_inputs(&[fixture(name)], &options()).expect("open");
@@ -766,11 +1124,20 @@ fn auto_detection_says_what_it_chose_and_why() {
     // Content beats names: a Matrix Market file called .txt, a headed CSV called .dat.
     let dir = tempdir();
     let mtx = write(dir.path(), "matrix.txt", &read_fixture("graph.mtx"));
-    assert_contains(&open_inputs(&[mtx], &options()).expect("open").1.format_description, &["Matrix Market"]);
+    assert_contains(
+        &open_inputs(&[mtx], &options())
+            .expect("open")
+            .1
+            .format_description,
+        &["Matrix Market"],
+    );
     let csv = write(dir.path(), "export.dat", b"src,dst\n1,2\n");
     let parsed = parse_one(&csv);
     assert_eq!(parsed.pairs(), vec![(1, 2)]);
-    assert_contains(&parsed.info.format_description, &["CSV", "a header row followed by data rows"]);
+    assert_contains(
+        &parsed.info.format_description,
+        &["CSV", "a header row followed by data rows"],
+    );
     // --format overrides detection and says so.
     let forced = parse(&[fixture("edges.csv")], &with_format(InputFormat::Csv));
     assert_contains(&forced.info.format_description, &["(as given by --format)"]);
@@ -779,10 +1146,19 @@ fn auto_detection_says_what_it_chose_and_why() {
 #[test]
 fn undetectable_format_is_an_error() {
     let dir = tempdir();
-    let prose = write(dir.path(), "notes.txt", b"Dear reader,\nthis is not a graph.\n");
+    let prose = write(
+        dir.path(),
+        "notes.txt",
+        b"Dear reader,\nthis is not a graph.\n",
+    );
     assert_contains(
         &error_of(&[prose], &options()),
-        &["notes.txt:1:", "cannot detect the input format", "--format", "Dear reader,"],
+        &[
+            "notes.txt:1:",
+            "cannot detect the input format",
+            "--format",
+            "Dear reader,",
+        ],
     );
     let graphalytics = write(dir.path(), "g.txt", b"1 2\n");
     assert_contains(
@@ -796,18 +1172,27 @@ fn missing_file_is_named() {
     let dir = tempdir();
     let missing = dir.path().join("nope.txt");
     let message = error_of(&[fixture("snap.txt"), missing.clone()], &options());
-    assert_eq!(message, format!("{}: input file not found", missing.display()));
+    assert_eq!(
+        message,
+        format!("{}: input file not found", missing.display())
+    );
 }
 
 #[test]
 fn directories_and_pipes_are_refused() {
     let dir = tempdir();
-    assert_contains(&error_of(&[dir.path().to_path_buf()], &options()), &["is a directory"]);
+    assert_contains(
+        &error_of(&[dir.path().to_path_buf()], &options()),
+        &["is a directory"],
+    );
     let fifo = dir.path().join("pipe");
     let c_path = std::ffi::CString::new(fifo.to_str().expect("utf-8 path")).expect("path");
     // SAFETY: mkfifo reads a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
-    assert_contains(&error_of(&[fifo], &options()), &["pipe: is not a regular file", "save the data to a file"]);
+    assert_contains(
+        &error_of(&[fifo], &options()),
+        &["pipe: is not a regular file", "save the data to a file"],
+    );
 }
 
 #[test]
@@ -818,23 +1203,46 @@ fn empty_inputs_are_errors() {
     for path in [empty, comments] {
         assert_eq!(
             error_of(std::slice::from_ref(&path), &options()),
-            format!("{}: input is empty: no edges or vertices found", path.display())
+            format!(
+                "{}: input is empty: no edges or vertices found",
+                path.display()
+            )
         );
     }
-    let empty_matrix = write(dir.path(), "e.mtx", b"%%MatrixMarket matrix coordinate pattern general\n0 0 0\n");
-    assert_contains(&error_of(&[empty_matrix], &options()), &["e.mtx: input is empty"]);
+    let empty_matrix = write(
+        dir.path(),
+        "e.mtx",
+        b"%%MatrixMarket matrix coordinate pattern general\n0 0 0\n",
+    );
+    assert_contains(
+        &error_of(&[empty_matrix], &options()),
+        &["e.mtx: input is empty"],
+    );
     let header_only = write(dir.path(), "h.csv", b"src,dst\n");
-    assert_contains(&error_of(&[header_only], &options()), &["h.csv: input is empty"]);
+    assert_contains(
+        &error_of(&[header_only], &options()),
+        &["h.csv: input is empty"],
+    );
     let all_bad = write(dir.path(), "bad.txt", b"x y\n");
-    let skip = ImportOptions { skip_bad_lines: true, format: InputFormat::EdgeList, ..options() };
+    let skip = ImportOptions {
+        skip_bad_lines: true,
+        format: InputFormat::EdgeList,
+        ..options()
+    };
     assert_contains(&error_of(&[all_bad], &skip), &["bad.txt: input is empty"]);
 }
 
 #[test]
 fn inputs_that_disagree_on_direction() {
     let both = [fixture("graph.mtx"), fixture("pattern.mtx")];
-    assert_contains(&error_of(&both, &options()), &["disagree on direction", "--undirected"]);
-    let decided = ImportOptions { undirected: Some(true), ..options() };
+    assert_contains(
+        &error_of(&both, &options()),
+        &["disagree on direction", "--undirected"],
+    );
+    let decided = ImportOptions {
+        undirected: Some(true),
+        ..options()
+    };
     let parsed = parse(&both, &decided);
     assert_eq!(parsed.info.directed, None);
     assert_eq!(parsed.edges().len(), 7);
@@ -849,7 +1257,10 @@ fn inputs_that_disagree_on_direction() {
 #[ignore = "benchmark: run explicitly in release mode"]
 fn parse_speed_snap_text() {
     let dir = tempdir();
-    let edges: u64 = std::env::var("PARSE_BENCH_EDGES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
+    let edges: u64 = std::env::var("PARSE_BENCH_EDGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000_000);
     let path = dir.path().join("bench.txt");
     {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
@@ -859,7 +1270,13 @@ fn parse_speed_snap_text() {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            writeln!(out, "{}\t{}", state % 100_000_000, (state >> 32) % 100_000_000).expect("write");
+            writeln!(
+                out,
+                "{}\t{}",
+                state % 100_000_000,
+                (state >> 32) % 100_000_000
+            )
+            .expect("write");
         }
     }
     let path = if std::env::var("PARSE_BENCH_GZIP").is_ok_and(|v| v == "1") {
@@ -886,7 +1303,12 @@ fn parse_speed_snap_text() {
             batch.clear();
             let more = source.read_batch(&mut batch, 1 << 16).expect("read");
             for record in &batch {
-                if let InputRecord::Edge { src: RawId::U64(s), dst: RawId::U64(d), .. } = record {
+                if let InputRecord::Edge {
+                    src: RawId::U64(s),
+                    dst: RawId::U64(d),
+                    ..
+                } = record
+                {
                     checksum = checksum.wrapping_add(s ^ d);
                 }
             }
@@ -911,7 +1333,10 @@ fn parse_speed_snap_text() {
 
 /// CPU time of this thread: the machine is shared, so wall time alone says little.
 fn thread_cpu_seconds() -> f64 {
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec through a valid pointer.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
     assert_eq!(rc, 0, "clock_gettime failed");

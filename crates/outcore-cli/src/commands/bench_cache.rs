@@ -112,15 +112,8 @@ pub fn run_child(args: BenchCacheRunArgs) -> anyhow::Result<()> {
     let store = Store::open(&args.store)?;
     let selection = SelectionMethod::parse(&args.selection)?;
     let cache = cache_options(args.page_size, selection, args.static_cache_share, args.gvs_rounds);
-    let runner = Runner::new(
-        &store,
-        RunOptions {
-            engine: EngineKind::Cache,
-            memory: MemoryBudget::new(args.memory),
-            cache,
-            ..RunOptions::default()
-        },
-    );
+    let runner =
+        Runner::new(&store, RunOptions { engine: EngineKind::Cache, memory: MemoryBudget::new(args.memory), cache, ..RunOptions::default() });
     let p: Value = serde_json::from_str(&args.params)?;
     let params = AlgorithmParams {
         source: p["source"].as_str().map(String::from),

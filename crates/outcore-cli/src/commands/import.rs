@@ -74,20 +74,8 @@ pub struct ImportArgs {
 pub fn options(args: &ImportArgs) -> anyhow::Result<ImportOptions> {
     Ok(ImportOptions {
         format: InputFormat::parse(&args.format)?,
-        undirected: if args.undirected {
-            Some(true)
-        } else if args.directed {
-            Some(false)
-        } else {
-            None
-        },
-        weighted: if args.weighted || args.weight_col.is_some() {
-            Some(true)
-        } else if args.unweighted {
-            Some(false)
-        } else {
-            None
-        },
+        undirected: if args.undirected { Some(true) } else if args.directed { Some(false) } else { None },
+        weighted: if args.weighted || args.weight_col.is_some() { Some(true) } else if args.unweighted { Some(false) } else { None },
         dedup: args.dedup,
         drop_self_loops: args.drop_self_loops,
         ids: match args.ids.as_str() {

@@ -91,10 +91,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     println!("directed    {}", if m.directed { "yes" } else { "no (both directions stored)" });
     println!("weights     {}", if m.weights.is_some() { "f64" } else { "none" });
     println!("ids         {}", serde_json::to_value(m.id_type)?.as_str().unwrap_or("?"));
-    println!(
-        "orderings   {}",
-        if m.orderings.is_empty() { "none (input order)".to_string() } else { m.orderings.join(", ") }
-    );
+    println!("orderings   {}", if m.orderings.is_empty() { "none (input order)".to_string() } else { m.orderings.join(", ") });
     println!("out-degree  max {}, mean {:.2}, zero-degree vertices {}", out.max, out.mean, out.zero);
     println!("in-degree   max {}, mean {:.2}, zero-degree vertices {}", inn.max, inn.mean, inn.zero);
     for (name, layout) in &m.layouts {

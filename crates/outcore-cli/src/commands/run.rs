@@ -6,9 +6,9 @@ use std::sync::Arc;
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
-use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
+use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
 use outcore::store::Store;
 

@@ -14,15 +14,11 @@ pub struct SummaryArgs {
 }
 
 pub fn run(args: SummaryArgs) -> anyhow::Result<()> {
-    println!(
-        "{:<10} {:<8} {:>10} {:>12} {:>12} {:>11}",
-        "algorithm", "engine", "seconds", "bytes read", "peak RSS", "iterations"
-    );
+    println!("{:<10} {:<8} {:>10} {:>12} {:>12} {:>11}", "algorithm", "engine", "seconds", "bytes read", "peak RSS", "iterations");
     let mut details = Vec::new();
     for path in &args.stats {
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let stats: Value =
-            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a stats file: {e}", path.display()))?;
+        let stats: Value = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a stats file: {e}", path.display()))?;
         let num = |k: &str| stats.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         let algorithm = stats.get("algorithm").and_then(Value::as_str).unwrap_or("?");
         println!(

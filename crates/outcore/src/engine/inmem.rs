@@ -359,10 +359,11 @@ mod tests {
             weighted: false,
         };
         let store = build_in_memory(&dir.path().join("g"), &graph).unwrap();
-        f(&Runner::new(
-            &store,
-            RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() },
-        ))
+        f(&Runner::new(&store, RunOptions {
+            engine: EngineKind::InMemory,
+            memory: MemoryBudget::new(1 << 30),
+            ..RunOptions::default()
+        }))
     }
 
     /// Counts the messages each vertex receives in one iteration, along out- or both directions.

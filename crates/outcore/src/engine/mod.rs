@@ -47,7 +47,10 @@ impl EngineKind {
             "stream" => Ok(EngineKind::Stream),
             "cache" => Ok(EngineKind::Cache),
             "nwsm" => Ok(EngineKind::Nwsm),
-            other => Err(Error::invalid(format!("unknown engine '{other}' (available: {})", Self::NAMES.join(", ")))),
+            other => Err(Error::invalid(format!(
+                "unknown engine '{other}' (available: {})",
+                Self::NAMES.join(", ")
+            ))),
         }
     }
 

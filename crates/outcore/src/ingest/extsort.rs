@@ -267,8 +267,7 @@ impl<T: SortRecord> ExternalSorter<T> {
         if self.config.dedup {
             self.sort_buffer();
             // Keep the deduplicated buffer in memory while it fills at most half the budget.
-            if self.buffer.len() * 2 <= self.buffer_records && self.buffer_bytes_used() * 2 <= self.config.buffer_bytes
-            {
+            if self.buffer.len() * 2 <= self.buffer_records && self.buffer_bytes_used() * 2 <= self.config.buffer_bytes {
                 return Ok(());
             }
         }
@@ -816,8 +815,7 @@ mod tests {
     #[test]
     fn a_damaged_run_file_is_an_error_not_a_short_result() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sorter =
-            ExternalSorter::new(config(dir.path(), 8 * 10, 1024, 64), IoCounters::new(), CancelToken::new());
+        let mut sorter = ExternalSorter::new(config(dir.path(), 8 * 10, 1024, 64), IoCounters::new(), CancelToken::new());
         for v in 0..100u64 {
             sorter.push(v).unwrap();
         }

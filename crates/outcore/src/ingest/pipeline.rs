@@ -40,9 +40,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::extsort::{
-    le_u64, ExternalSorter, RecordReader, SortConfig, SortRecord, SortedStream, MAX_IO_BUFFER, MIN_IO_BUFFER,
-};
+use super::extsort::{le_u64, ExternalSorter, RecordReader, SortConfig, SortRecord, SortedStream, MAX_IO_BUFFER, MIN_IO_BUFFER};
 use super::{ImportOptions, InputInfo, InputRecord, RawId, RecordSource};
 use crate::error::{Error, IoContext, Result};
 use crate::runtime::io::CountingReader;
@@ -150,14 +148,13 @@ fn check_replaceable(store_dir: &Path) -> Result<()> {
         return Ok(());
     }
     if !store_dir.is_dir() {
-        return Err(Error::invalid(format!(
-            "{} exists and is not a directory: choose another store path",
-            store_dir.display()
-        )));
+        return Err(Error::invalid(format!("{} exists and is not a directory: choose another store path", store_dir.display())));
     }
     let is_store = store_dir.join(crate::store::manifest::MANIFEST_FILE).exists();
-    let is_empty =
-        std::fs::read_dir(store_dir).context(|| format!("reading {}", store_dir.display()))?.next().is_none();
+    let is_empty = std::fs::read_dir(store_dir)
+        .context(|| format!("reading {}", store_dir.display()))?
+        .next()
+        .is_none();
     if !is_store && !is_empty {
         return Err(Error::invalid(format!(
             "{} exists and is not an outcore store (no manifest.json): refusing to replace it",
@@ -451,11 +448,7 @@ impl IdKey for String {
         })
     }
 
-    fn write_id_files(
-        builder: &mut StoreBuilder,
-        ids: &mut SortedStream<String>,
-        bar: &dyn ProgressBar,
-    ) -> Result<u64> {
+    fn write_id_files(builder: &mut StoreBuilder, ids: &mut SortedStream<String>, bar: &dyn ProgressBar) -> Result<u64> {
         let mut offsets = builder.create_file(STRING_OFFSETS)?;
         let mut data = builder.create_file(STRING_DATA)?;
         let mut position = 0u64;
@@ -501,10 +494,9 @@ struct StringIdReader {
 impl SortedIdReader<String> for StringIdReader {
     fn read_next(&mut self, into: &mut String) -> Result<bool> {
         let Some(end) = self.offsets.next_record()? else { return Ok(false) };
-        let len = end
-            .checked_sub(self.position)
-            .ok_or_else(|| Error::store(&self.data_path, "string id offsets are not ascending"))?
-            as usize;
+        let len = end.checked_sub(self.position).ok_or_else(|| {
+            Error::store(&self.data_path, "string id offsets are not ascending")
+        })? as usize;
         self.position = end;
         // Reuse the string's allocation.
         let mut bytes = std::mem::take(into).into_bytes();
@@ -580,8 +572,7 @@ struct ArcTally {
 
 impl<'a> Import<'a> {
     fn sorter<T: SortRecord>(&self, label: &str, dedup: bool) -> ExternalSorter<T> {
-        let config =
-            SortConfig::new(&self.scratch, label, self.plan.sorter_bytes, self.plan.merge_bytes).with_dedup(dedup);
+        let config = SortConfig::new(&self.scratch, label, self.plan.sorter_bytes, self.plan.merge_bytes).with_dedup(dedup);
         ExternalSorter::new(config, self.temp_counters.clone(), self.cancel.clone())
     }
 
@@ -652,8 +643,10 @@ impl<'a> Import<'a> {
                 "weight_col": self.opts.weight_col,
             }),
         );
-        created
-            .insert("input_declared".into(), json!({ "directed": self.info.directed, "weighted": self.info.weighted }));
+        created.insert(
+            "input_declared".into(),
+            json!({ "directed": self.info.directed, "weighted": self.info.weighted }),
+        );
         created.insert("input_records".into(), json!(self.report.input_records));
         created.insert("self_loops_dropped".into(), json!(self.report.self_loops_dropped));
         created.insert("duplicates_dropped".into(), json!(self.report.duplicates_dropped));
@@ -662,9 +655,7 @@ impl<'a> Import<'a> {
 
     /// Pass 1: reads every record once, spilling edges (sorted by source) and every vertex id.
     #[allow(clippy::type_complexity)]
-    fn read_input<K: IdKey, W: EdgeWeight>(
-        &mut self,
-    ) -> Result<(ExternalSorter<EdgeBySource<K, W>>, ExternalSorter<K>)> {
+    fn read_input<K: IdKey, W: EdgeWeight>(&mut self) -> Result<(ExternalSorter<EdgeBySource<K, W>>, ExternalSorter<K>)> {
         let mut edges = self.sorter::<EdgeBySource<K, W>>("edges-by-source", false);
         let mut ids = self.sorter::<K>("vertex-ids", true);
         let total = (self.info.total_bytes > 0).then_some(self.info.total_bytes);

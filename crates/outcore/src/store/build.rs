@@ -53,14 +53,7 @@ impl StoreBuilder {
             std::fs::remove_dir_all(&work_dir).context(|| format!("removing stale {}", work_dir.display()))?;
         }
         std::fs::create_dir_all(&work_dir).context(|| format!("creating {}", work_dir.display()))?;
-        Ok(StoreBuilder {
-            final_dir: final_dir.to_path_buf(),
-            work_dir,
-            counters,
-            files: Vec::new(),
-            layouts: Vec::new(),
-            committed: false,
-        })
+        Ok(StoreBuilder { final_dir: final_dir.to_path_buf(), work_dir, counters, files: Vec::new(), layouts: Vec::new(), committed: false })
     }
 
     /// The directory being built (run files and scratch data may go in `tmp/` inside it).
@@ -320,8 +313,7 @@ pub fn build_in_memory(dir: &Path, graph: &InMemoryGraph) -> Result<Store> {
     arcs.sort_by_key(key);
     let stored = builder.write_csr("csr-out", n as u64, graph.weighted, arcs.iter().map(|a| Ok(*a)))?;
     if graph.directed {
-        let mut reversed: Vec<Arc> =
-            arcs.iter().map(|a| Arc { source: a.target, target: a.source, weight: a.weight }).collect();
+        let mut reversed: Vec<Arc> = arcs.iter().map(|a| Arc { source: a.target, target: a.source, weight: a.weight }).collect();
         reversed.sort_by_key(key);
         builder.write_csr("csr-in", n as u64, graph.weighted, reversed.iter().map(|a| Ok(*a)))?;
     }

@@ -82,10 +82,7 @@ impl CsrLayout {
         let target_bytes = target_bytes_for(vertices);
         let arcs = store.num_arcs();
         if offsets.len() != (vertices + 1) * 8 || targets.len() != arcs * target_bytes {
-            return Err(Error::store(
-                offsets.path(),
-                "layout sizes do not match the manifest's vertex and edge counts",
-            ));
+            return Err(Error::store(offsets.path(), "layout sizes do not match the manifest's vertex and edge counts"));
         }
         Ok(CsrLayout { name, vertices, arcs, target_bytes, offsets, targets, weights })
     }
@@ -130,8 +127,7 @@ impl CsrLayout {
             Some(w) => {
                 let mut weights = vec![0f64; self.arcs as usize];
                 // SAFETY: f64 has no invalid bit patterns; the byte view covers exactly `weights`.
-                let bytes =
-                    unsafe { std::slice::from_raw_parts_mut(weights.as_mut_ptr() as *mut u8, weights.len() * 8) };
+                let bytes = unsafe { std::slice::from_raw_parts_mut(weights.as_mut_ptr() as *mut u8, weights.len() * 8) };
                 for (i, chunk) in bytes.chunks_mut(CHUNK_BYTES as usize).enumerate() {
                     w.read_exact_at(chunk, i as u64 * CHUNK_BYTES)?;
                 }

@@ -93,8 +93,7 @@ impl StoreFileWriter {
     /// Flushes and fsyncs the file; returns its size and checksum for the manifest.
     pub fn finish(self) -> Result<FileEntry> {
         let path = self.path.clone();
-        let file =
-            self.out.into_inner().map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
+        let file = self.out.into_inner().map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
         file.sync_all().context(|| format!("syncing {}", path.display()))?;
         Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize() })
     }

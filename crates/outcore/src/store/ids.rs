@@ -65,14 +65,7 @@ impl IdMap {
             IdType::U64 => (Some(store.file(ORIGINAL_U64)?), None, None),
             IdType::String => (None, Some(store.file(STRING_OFFSETS)?), Some(store.file(STRING_DATA)?)),
         };
-        Ok(IdMap {
-            id_type,
-            vertices: store.num_vertices(),
-            original,
-            string_offsets,
-            string_data,
-            by_original: store.file(BY_ORIGINAL)?,
-        })
+        Ok(IdMap { id_type, vertices: store.num_vertices(), original, string_offsets, string_data, by_original: store.file(BY_ORIGINAL)? })
     }
 
     pub fn id_type(&self) -> IdType {

@@ -64,14 +64,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub fn new(
-        vertices: u64,
-        arcs: u64,
-        edges: u64,
-        directed: bool,
-        weights: Option<WeightType>,
-        id_type: IdType,
-    ) -> Self {
+    pub fn new(vertices: u64, arcs: u64, edges: u64, directed: bool, weights: Option<WeightType>, id_type: IdType) -> Self {
         Manifest {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION,
@@ -89,8 +82,8 @@ impl Manifest {
     }
 
     pub fn read(path: &Path) -> Result<Manifest> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::store(path, format!("cannot read the manifest: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::store(path, format!("cannot read the manifest: {e}")))?;
         let manifest: Manifest = serde_json::from_str(&text)
             .map_err(|e| Error::store(path, format!("the manifest is not valid ({e}): the store is damaged")))?;
         if manifest.format != FORMAT_NAME {

@@ -92,10 +92,7 @@ impl Store {
                 if crc != entry.crc32 {
                     return Err(Error::store(
                         &path,
-                        format!(
-                            "checksum mismatch (crc32 {crc:08x}, manifest {:08x}): the file is corrupted",
-                            entry.crc32
-                        ),
+                        format!("checksum mismatch (crc32 {crc:08x}, manifest {:08x}): the file is corrupted", entry.crc32),
                     ));
                 }
             }

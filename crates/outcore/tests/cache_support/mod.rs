@@ -114,10 +114,7 @@ pub fn inmem_runner(store: &Store) -> Runner {
 pub fn cache_runner(store: &Store, page_size: u64, selection: SelectionMethod, cache_bytes: u64) -> Runner {
     let cache = CacheOptions { page_size, selection, io_threads: 3, gvs_rounds: 4, ..CacheOptions::default() };
     let memory = budget_for_cache_bytes(store, &cache, cache_bytes);
-    Runner::new(
-        store,
-        RunOptions { engine: EngineKind::Cache, memory: MemoryBudget::new(memory), cache, ..RunOptions::default() },
-    )
+    Runner::new(store, RunOptions { engine: EngineKind::Cache, memory: MemoryBudget::new(memory), cache, ..RunOptions::default() })
 }
 
 pub fn run(runner: &Runner, algorithm: &str, params: &AlgorithmParams) -> AlgorithmResult {

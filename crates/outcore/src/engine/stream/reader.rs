@@ -425,7 +425,8 @@ impl ChunkReader<'_> {
                         stats,
                     )?;
                     if let (Some(wf), Some(wb)) = (&layout.weights, buffer.weights.as_mut()) {
-                        piece.weight_pos = self.read_piece(wf, wb, &mut buffer.weights_used, first, end, stats)?;
+                        piece.weight_pos =
+                            self.read_piece(wf, wb, &mut buffer.weights_used, first, end, stats)?;
                     }
                     buffer.pieces.push(piece);
                     first = end;

@@ -15,7 +15,12 @@ use crate::store::IdType;
 
 const BUFFER_BYTES: usize = 1 << 20;
 
-pub(super) fn plan(path: &Path, opts: &ImportOptions, id_bytes: usize, reason: &str) -> Result<Plan> {
+pub(super) fn plan(
+    path: &Path,
+    opts: &ImportOptions,
+    id_bytes: usize,
+    reason: &str,
+) -> Result<Plan> {
     if opts.weighted == Some(true) {
         return Err(Error::invalid(format!(
             "{}: raw binary pairs (bin32/bin64) carry no weights; import without --weighted \
@@ -26,15 +31,19 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, id_bytes: usize, reason: &
     let compression = compress::detect_compression(path)?;
     let pair_bytes = 2 * id_bytes as u64;
     if compression == Compression::None && !opts.skip_bad_lines {
-        let size =
-            std::fs::metadata(path).map_err(|e| Error::input(path, None, format!("cannot read file size: {e}")))?.len();
+        let size = std::fs::metadata(path)
+            .map_err(|e| Error::input(path, None, format!("cannot read file size: {e}")))?
+            .len();
         if size % pair_bytes != 0 {
             return Err(torn_pair_error(path, size, id_bytes));
         }
     }
     let what = format!("raw little-endian u{} id pairs", id_bytes * 8);
     Ok(Plan {
-        jobs: vec![FileJob::Binary { path: path.to_path_buf(), id_bytes }],
+        jobs: vec![FileJob::Binary {
+            path: path.to_path_buf(),
+            id_bytes,
+        }],
         description: describe(compression, &what, reason),
         directed: None,
         weighted: Some(false),
@@ -117,7 +126,12 @@ impl BinaryParser {
 }
 
 impl FileParser for BinaryParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let pair_bytes = 2 * self.id_bytes;
         let limit = out.len() + max;
         while out.len() < limit {
@@ -136,10 +150,16 @@ impl FileParser for BinaryParser {
             }
             let available_pairs = (self.end - self.start) / pair_bytes;
             let take = available_pairs.min(limit - out.len());
-            for pair in self.buf[self.start..self.start + take * pair_bytes].chunks_exact(pair_bytes) {
+            for pair in
+                self.buf[self.start..self.start + take * pair_bytes].chunks_exact(pair_bytes)
+            {
                 let src = self.id(&pair[..self.id_bytes]);
                 let dst = self.id(&pair[self.id_bytes..]);
-                out.push(InputRecord::Edge { src, dst, weight: None });
+                out.push(InputRecord::Edge {
+                    src,
+                    dst,
+                    weight: None,
+                });
             }
             self.start += take * pair_bytes;
             self.consumed += (take * pair_bytes) as u64;

@@ -87,7 +87,9 @@ pub fn open_file(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| {
         let what = match e.kind() {
             io::ErrorKind::NotFound => "input file not found".to_string(),
-            io::ErrorKind::PermissionDenied => "input file cannot be read: permission denied".to_string(),
+            io::ErrorKind::PermissionDenied => {
+                "input file cannot be read: permission denied".to_string()
+            }
             _ => format!("cannot open input file: {e}"),
         };
         Error::input(path, None, what)
@@ -105,7 +107,11 @@ pub fn check_input_file(path: &Path) -> Result<()> {
         _ => Error::input(path, None, format!("cannot access input file: {e}")),
     })?;
     if metadata.is_dir() {
-        return Err(Error::input(path, None, "is a directory, not an input file"));
+        return Err(Error::input(
+            path,
+            None,
+            "is a directory, not an input file",
+        ));
     }
     if !metadata.is_file() {
         return Err(Error::input(
@@ -129,12 +135,17 @@ impl InputStream {
             Compression::None => Box::new(raw),
             // Multi-member gzip (bgzip, `cat a.gz b.gz`) is valid gzip: read every member.
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-            Compression::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(raw)
-                    .map_err(|e| Error::input(path, None, format!("cannot start zstd decompression: {e}")))?,
-            ),
+            Compression::Zstd => {
+                Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| {
+                    Error::input(path, None, format!("cannot start zstd decompression: {e}"))
+                })?)
+            }
         };
-        Ok(InputStream { path: path.to_path_buf(), compression, reader })
+        Ok(InputStream {
+            path: path.to_path_buf(),
+            compression,
+            reader,
+        })
     }
 
     pub fn compression(&self) -> Compression {

@@ -56,7 +56,11 @@ pub(super) fn guess_delimiter(header: &[u8]) -> u8 {
             }
         }
     }
-    counts.iter().filter(|(_, count)| *count > 0).max_by_key(|(_, count)| *count).map_or(b',', |(d, _)| *d)
+    counts
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .max_by_key(|(_, count)| *count)
+        .map_or(b',', |(d, _)| *d)
 }
 
 /// Splits one CSV row into fields, unquoting quoted ones.
@@ -69,7 +73,12 @@ pub(super) struct CsvFields<'a> {
 
 impl<'a> CsvFields<'a> {
     pub(super) fn new(line: &'a [u8], delimiter: u8) -> CsvFields<'a> {
-        CsvFields { line: trim_line_end(line), pos: 0, delimiter, done: false }
+        CsvFields {
+            line: trim_line_end(line),
+            pos: 0,
+            delimiter,
+            done: false,
+        }
     }
 
     fn is_padding(&self, b: u8) -> bool {
@@ -163,12 +172,21 @@ impl<'a> Iterator for CsvFields<'a> {
 }
 
 /// Finds a column by name (exact, then ignoring case) or by 0-based index.
-fn resolve_column(spec: &str, option: &str, names: &[String], path: &Path, header_line: u64) -> Result<usize> {
+fn resolve_column(
+    spec: &str,
+    option: &str,
+    names: &[String],
+    path: &Path,
+    header_line: u64,
+) -> Result<usize> {
     let spec_trimmed = spec.trim();
     if let Some(index) = names.iter().position(|n| n == spec_trimmed) {
         return Ok(index);
     }
-    if let Some(index) = names.iter().position(|n| n.eq_ignore_ascii_case(spec_trimmed)) {
+    if let Some(index) = names
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(spec_trimmed))
+    {
         return Ok(index);
     }
     if let Ok(index) = spec_trimmed.parse::<usize>() {
@@ -182,7 +200,11 @@ fn resolve_column(spec: &str, option: &str, names: &[String], path: &Path, heade
         format!(
             "{option} '{spec}' matches no column of the CSV header (columns: {}; \
              or give a 0-based index below {})",
-            names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", "),
+            names
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", "),
             names.len()
         ),
     ))
@@ -194,7 +216,13 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Pl
     let mut lines = LineReader::new(input, "CSV")?;
     let (header_line, header) = loop {
         match lines.next_line()? {
-            None => return Err(Error::input(path, None, "input is empty: no CSV header row found")),
+            None => {
+                return Err(Error::input(
+                    path,
+                    None,
+                    "input is empty: no CSV header row found",
+                ))
+            }
             Some((_, line)) if is_blank(line) => continue,
             Some((number, line)) => break (number, line.to_vec()),
         }
@@ -219,10 +247,18 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Pl
     };
     let src = column(&opts.src_col, "--src-col", 0)?;
     let dst = column(&opts.dst_col, "--dst-col", 1)?;
-    let named_weight = names.iter().position(|n| n.trim().eq_ignore_ascii_case("weight"));
+    let named_weight = names
+        .iter()
+        .position(|n| n.trim().eq_ignore_ascii_case("weight"));
     let weight = match (opts.weighted, &opts.weight_col) {
         (Some(false), _) => None,
-        (_, Some(spec)) => Some(resolve_column(spec, "--weight-col", &names, path, header_line)?),
+        (_, Some(spec)) => Some(resolve_column(
+            spec,
+            "--weight-col",
+            &names,
+            path,
+            header_line,
+        )?),
         (Some(true), None) => match named_weight {
             Some(index) => Some(index),
             None if names.len() > 2 => Some(2),
@@ -239,7 +275,10 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Pl
         (None, None) => named_weight,
     };
 
-    let mut what = format!("CSV with a header row (source '{}', target '{}'", names[src], names[dst]);
+    let mut what = format!(
+        "CSV with a header row (source '{}', target '{}'",
+        names[src], names[dst]
+    );
     if let Some(w) = weight {
         what.push_str(&format!(", weight '{}'", names[w]));
     }
@@ -248,12 +287,23 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Pl
         b';' => "; semicolon-separated)",
         _ => ")",
     });
-    let layout = CsvLayout { path: path.to_path_buf(), delimiter, header_line, src, dst, weight };
+    let layout = CsvLayout {
+        path: path.to_path_buf(),
+        delimiter,
+        header_line,
+        src,
+        dst,
+        weight,
+    };
     Ok(Plan {
         jobs: vec![FileJob::Csv(layout)],
         description: describe(compression, &what, reason),
         directed: None,
-        weighted: if weight.is_some() { Some(true) } else { opts.weighted },
+        weighted: if weight.is_some() {
+            Some(true)
+        } else {
+            opts.weighted
+        },
         path: path.to_path_buf(),
     })
 }
@@ -277,13 +327,20 @@ impl CsvParser {
 }
 
 /// Parses one data row into an edge.
-fn parse_row(line: &[u8], layout: &CsvLayout, ids: IdType) -> std::result::Result<InputRecord, String> {
+fn parse_row(
+    line: &[u8],
+    layout: &CsvLayout,
+    ids: IdType,
+) -> std::result::Result<InputRecord, String> {
     let mut src = None;
     let mut dst = None;
     let mut weight = None;
     let last_needed = layout.last_needed_column();
     let mut columns = 0;
-    for (index, field) in CsvFields::new(line, layout.delimiter).enumerate().take(last_needed + 1) {
+    for (index, field) in CsvFields::new(line, layout.delimiter)
+        .enumerate()
+        .take(last_needed + 1)
+    {
         let field = field.map_err(str::to_string)?;
         columns = index + 1;
         if index == layout.src {
@@ -297,16 +354,25 @@ fn parse_row(line: &[u8], layout: &CsvLayout, ids: IdType) -> std::result::Resul
         }
     }
     let (Some(src), Some(dst)) = (src, dst) else {
-        return Err(format!("expected at least {} columns, found {columns}", last_needed + 1));
+        return Err(format!(
+            "expected at least {} columns, found {columns}",
+            last_needed + 1
+        ));
     };
     let src = parse_id(&src, ids).map_err(|e| e.into_message())?;
     let dst = parse_id(&dst, ids).map_err(|e| e.into_message())?;
     let weight = match layout.weight {
         None => None,
         Some(column) => match weight {
-            None => return Err(format!("missing weight (expected it in column {column}, 0-based)")),
+            None => {
+                return Err(format!(
+                    "missing weight (expected it in column {column}, 0-based)"
+                ))
+            }
             Some(field) if field.is_empty() => {
-                return Err(format!("missing weight (column {column}, 0-based, is empty)"))
+                return Err(format!(
+                    "missing weight (column {column}, 0-based, is empty)"
+                ))
             }
             Some(field) => Some(parse_weight(&field).map_err(|e| e.into_message())?),
         },
@@ -315,7 +381,12 @@ fn parse_row(line: &[u8], layout: &CsvLayout, ids: IdType) -> std::result::Resul
 }
 
 impl FileParser for CsvParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         while out.len() < limit {
             let Some((line_number, line)) = self.lines.next_line()? else {
@@ -326,7 +397,9 @@ impl FileParser for CsvParser {
             }
             match parse_row(line, &self.layout, self.ids) {
                 Ok(record) => out.push(record),
-                Err(message) => bad_lines.handle(line_error(&self.layout.path, line_number, &message, line))?,
+                Err(message) => {
+                    bad_lines.handle(line_error(&self.layout.path, line_number, &message, line))?
+                }
             }
         }
         Ok(true)

@@ -29,7 +29,10 @@ pub(super) struct Detection {
 }
 
 fn chosen(format: InputFormat, reason: impl Into<String>) -> Result<Detection> {
-    Ok(Detection { format, reason: reason.into() })
+    Ok(Detection {
+        format,
+        reason: reason.into(),
+    })
 }
 
 /// The lines of the sample that carry data (not blank, not `#`/`%` comments), with their
@@ -55,7 +58,9 @@ fn data_lines(sample: &[u8], complete: bool) -> Vec<(u64, &[u8])> {
 fn is_edge_line(line: &[u8], ids: IdType) -> bool {
     let mut fields = Fields::new(line);
     match (fields.next(), fields.next()) {
-        (Some(src), Some(dst)) => ids == IdType::String || (parse_u64(src).is_some() && parse_u64(dst).is_some()),
+        (Some(src), Some(dst)) => {
+            ids == IdType::String || (parse_u64(src).is_some() && parse_u64(dst).is_some())
+        }
         _ => false,
     }
 }
@@ -65,15 +70,29 @@ fn is_csv_header(line: &[u8]) -> bool {
     let delimiter = guess_delimiter(line);
     let fields: Vec<_> = CsvFields::new(line, delimiter).collect();
     fields.len() >= 2
-        && fields.iter().all(|f| f.as_ref().is_ok_and(|f| !f.is_empty()))
-        && fields.iter().any(|f| f.as_ref().is_ok_and(|f| parse_u64(f).is_none()))
+        && fields
+            .iter()
+            .all(|f| f.as_ref().is_ok_and(|f| !f.is_empty()))
+        && fields
+            .iter()
+            .any(|f| f.as_ref().is_ok_and(|f| parse_u64(f).is_none()))
 }
 
 pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
     let extension = logical_extension(path);
     match extension.as_str() {
-        "properties" => return chosen(InputFormat::Graphalytics, "detected from the .properties extension"),
-        "v" | "e" => return chosen(InputFormat::Graphalytics, format!("detected from the .{extension} extension")),
+        "properties" => {
+            return chosen(
+                InputFormat::Graphalytics,
+                "detected from the .properties extension",
+            )
+        }
+        "v" | "e" => {
+            return chosen(
+                InputFormat::Graphalytics,
+                format!("detected from the .{extension} extension"),
+            )
+        }
         "bin32" => return chosen(InputFormat::Bin32, "detected from the .bin32 extension"),
         "bin64" => return chosen(InputFormat::Bin64, "detected from the .bin64 extension"),
         _ => {}
@@ -84,7 +103,10 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
     let sample = sample.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&sample); // UTF-8 byte order mark
     let first_line = sample.split(|&b| b == b'\n').next().unwrap_or_default();
     if is_banner(first_line) {
-        return chosen(InputFormat::MatrixMarket, "detected from the %%MatrixMarket header");
+        return chosen(
+            InputFormat::MatrixMarket,
+            "detected from the %%MatrixMarket header",
+        );
     }
     if looks_binary(sample) {
         return Err(Error::input(
@@ -109,23 +131,37 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
     let Some(&(first_number, first)) = lines.first() else {
         // Nothing but comments in the sample (or an empty file): reading it as an edge list
         // either finds data further on or reports an empty input.
-        return chosen(InputFormat::EdgeList, "no data lines to detect from; read as an edge list");
+        return chosen(
+            InputFormat::EdgeList,
+            "no data lines to detect from; read as an edge list",
+        );
     };
 
     if extension == "csv" {
         return if is_csv_header(first) && !is_edge_line(first, IdType::U64) {
-            chosen(InputFormat::Csv, "detected from the .csv extension and a header row")
+            chosen(
+                InputFormat::Csv,
+                "detected from the .csv extension and a header row",
+            )
         } else {
-            chosen(InputFormat::EdgeList, "a .csv file without a header row, read as a comma-separated edge list")
+            chosen(
+                InputFormat::EdgeList,
+                "a .csv file without a header row, read as a comma-separated edge list",
+            )
         };
     }
 
     if is_edge_line(first, opts.ids) {
         return chosen(InputFormat::EdgeList, "detected from content");
     }
-    let next_is_edge = lines.get(1).is_some_and(|&(_, line)| is_edge_line(line, opts.ids));
+    let next_is_edge = lines
+        .get(1)
+        .is_some_and(|&(_, line)| is_edge_line(line, opts.ids));
     if is_csv_header(first) && next_is_edge {
-        return chosen(InputFormat::Csv, "detected from content: a header row followed by data rows");
+        return chosen(
+            InputFormat::Csv,
+            "detected from content: a header row followed by data rows",
+        );
     }
     Err(Error::input(
         path,
@@ -134,7 +170,11 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
             "cannot detect the input format: the first data line is neither an edge list \
              ('src dst [weight]'{}) nor a CSV header followed by data; choose one with --format \
              ({}): {}",
-            if opts.ids == IdType::U64 { " with numeric ids; use --ids string for names" } else { "" },
+            if opts.ids == IdType::U64 {
+                " with numeric ids; use --ids string for names"
+            } else {
+                ""
+            },
             InputFormat::NAMES.join(", "),
             quote(first)
         ),

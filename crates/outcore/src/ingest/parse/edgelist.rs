@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use super::compress::{self, InputStream};
-use super::text::{is_separator, leading_digits, line_error, parse_id, parse_weight, Fields, LineReader};
+use super::text::{
+    is_separator, leading_digits, line_error, parse_id, parse_weight, Fields, LineReader,
+};
 use super::{describe, BadLines, FileJob, FileParser, Plan};
 use crate::error::Result;
 use crate::ingest::{ImportOptions, InputRecord, RawId};
@@ -21,7 +23,11 @@ const EDGE_LIST_WEIGHT_FIELD: usize = 2;
 pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Plan> {
     let compression = compress::detect_compression(path)?;
     let read_weights = opts.weighted == Some(true);
-    let what = if read_weights { "SNAP/TSV edge list with weights in the third column" } else { "SNAP/TSV edge list" };
+    let what = if read_weights {
+        "SNAP/TSV edge list with weights in the third column"
+    } else {
+        "SNAP/TSV edge list"
+    };
     Ok(Plan {
         jobs: vec![FileJob::EdgeList {
             path: path.to_path_buf(),
@@ -49,10 +55,19 @@ pub(super) struct EdgeListParser {
 }
 
 impl EdgeListParser {
-    pub(super) fn new(input: InputStream, ids: IdType, weight_field: Option<usize>) -> Result<Self> {
+    pub(super) fn new(
+        input: InputStream,
+        ids: IdType,
+        weight_field: Option<usize>,
+    ) -> Result<Self> {
         let path = input.path().to_path_buf();
         let lines = LineReader::new(input, "edge list")?;
-        Ok(EdgeListParser { lines, path, ids, weight_field })
+        Ok(EdgeListParser {
+            lines,
+            path,
+            ids,
+            weight_field,
+        })
     }
 }
 
@@ -73,7 +88,10 @@ fn parse_edge(
         None => None,
         Some(field) => {
             let Some(token) = fields.nth(field.saturating_sub(2)) else {
-                return Err(format!("missing weight (expected it in column {} of 'src dst weight')", field + 1));
+                return Err(format!(
+                    "missing weight (expected it in column {} of 'src dst weight')",
+                    field + 1
+                ));
             };
             Some(parse_weight(token).map_err(|e| e.into_message())?)
         }
@@ -106,7 +124,12 @@ fn fast_numeric_pair(line: &[u8]) -> Option<(u64, u64, usize)> {
 }
 
 impl FileParser for EdgeListParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         out.reserve(max.min(1 << 16));
         let numeric = self.ids == IdType::U64;
@@ -124,7 +147,11 @@ impl FileParser for EdgeListParser {
                             .map(Some),
                     };
                     if let Some(weight) = weight {
-                        out.push(InputRecord::Edge { src: RawId::U64(src), dst: RawId::U64(dst), weight });
+                        out.push(InputRecord::Edge {
+                            src: RawId::U64(src),
+                            dst: RawId::U64(dst),
+                            weight,
+                        });
                         continue;
                     }
                 }
@@ -136,7 +163,9 @@ impl FileParser for EdgeListParser {
             }
             match parse_edge(first, fields, self.ids, self.weight_field) {
                 Ok(record) => out.push(record),
-                Err(message) => bad_lines.handle(line_error(&self.path, line_number, &message, line))?,
+                Err(message) => {
+                    bad_lines.handle(line_error(&self.path, line_number, &message, line))?
+                }
             }
         }
         Ok(true)
@@ -160,7 +189,12 @@ impl VertexListParser {
 }
 
 impl FileParser for VertexListParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         while out.len() < limit {
             let Some((line_number, line)) = self.lines.next_line()? else {
@@ -173,7 +207,12 @@ impl FileParser for VertexListParser {
             }
             match parse_id(first, self.ids) {
                 Ok(id) => out.push(InputRecord::Vertex(id)),
-                Err(e) => bad_lines.handle(line_error(&self.path, line_number, &e.into_message(), line))?,
+                Err(e) => bad_lines.handle(line_error(
+                    &self.path,
+                    line_number,
+                    &e.into_message(),
+                    line,
+                ))?,
             }
         }
         Ok(true)

@@ -39,7 +39,11 @@ pub(super) fn plan(
             None,
             format!(
                 "Graphalytics input must be a .properties file or a .v/.e file, not {}",
-                if other.is_empty() { "a file without extension".to_string() } else { format!("a .{other} file") }
+                if other.is_empty() {
+                    "a file without extension".to_string()
+                } else {
+                    format!("a .{other} file")
+                }
             ),
         )),
     }
@@ -87,16 +91,26 @@ fn read_properties(path: &Path) -> Result<Vec<Property>> {
             pending = Some((logical, start_line));
             continue;
         }
-        let key_end = logical.find(|c: char| c == '=' || c == ':' || c.is_whitespace()).unwrap_or(logical.len());
+        let key_end = logical
+            .find(|c: char| c == '=' || c == ':' || c.is_whitespace())
+            .unwrap_or(logical.len());
         let key = logical[..key_end].to_string();
         let mut value = logical[key_end..].trim_start();
         if let Some(rest) = value.strip_prefix(['=', ':']) {
             value = rest.trim_start();
         }
-        properties.push(Property { key, value: value.trim_end().to_string(), line: start_line });
+        properties.push(Property {
+            key,
+            value: value.trim_end().to_string(),
+            line: start_line,
+        });
     }
     if let Some((logical, start_line)) = pending {
-        properties.push(Property { key: logical, value: String::new(), line: start_line });
+        properties.push(Property {
+            key: logical,
+            value: String::new(),
+            line: start_line,
+        });
     }
     Ok(properties)
 }
@@ -113,10 +127,10 @@ impl GraphProperties {
         let properties = read_properties(path)?;
         let mut names: Vec<&str> = Vec::new();
         for p in &properties {
-            let name = p
-                .key
-                .strip_prefix("graph.")
-                .and_then(|k| k.strip_suffix(".edge-file").or_else(|| k.strip_suffix(".vertex-file")));
+            let name = p.key.strip_prefix("graph.").and_then(|k| {
+                k.strip_suffix(".edge-file")
+                    .or_else(|| k.strip_suffix(".vertex-file"))
+            });
             if let Some(name) = name {
                 if !names.contains(&name) {
                     names.push(name);
@@ -139,18 +153,29 @@ impl GraphProperties {
                     return Err(Error::input(
                         path,
                         None,
-                        format!("describes several graphs ({}) and none is named after the file", several.join(", ")),
+                        format!(
+                            "describes several graphs ({}) and none is named after the file",
+                            several.join(", ")
+                        ),
                     ))
                 }
             },
         };
-        Ok(GraphProperties { name, properties, path: path.to_path_buf() })
+        Ok(GraphProperties {
+            name,
+            properties,
+            path: path.to_path_buf(),
+        })
     }
 
     /// The value of `graph.NAME.<suffix>`, with its line.
     fn get(&self, suffix: &str) -> Option<(&str, u64)> {
         let key = format!("graph.{}.{suffix}", self.name);
-        self.properties.iter().rev().find(|p| p.key == key).map(|p| (p.value.as_str(), p.line))
+        self.properties
+            .iter()
+            .rev()
+            .find(|p| p.key == key)
+            .map(|p| (p.value.as_str(), p.line))
     }
 
     fn directed(&self) -> Result<Option<bool>> {
@@ -162,7 +187,10 @@ impl GraphProperties {
                 _ => Err(Error::input(
                     &self.path,
                     Some(line),
-                    format!("graph.{}.directed must be true or false, not '{value}'", self.name),
+                    format!(
+                        "graph.{}.directed must be true or false, not '{value}'",
+                        self.name
+                    ),
                 )),
             },
         }
@@ -172,8 +200,14 @@ impl GraphProperties {
     /// follow `src dst` in the order of `edge-properties.names`.
     fn weight_field(&self) -> Option<usize> {
         let (names, _) = self.get("edge-properties.names")?;
-        let weight_name = self.get("sssp.weight-property").map_or("weight", |(name, _)| name);
-        names.split(',').map(str::trim).position(|n| n == weight_name).map(|p| 2 + p)
+        let weight_name = self
+            .get("sssp.weight-property")
+            .map_or("weight", |(name, _)| name);
+        names
+            .split(',')
+            .map(str::trim)
+            .position(|n| n == weight_name)
+            .map(|p| 2 + p)
     }
 
     /// A data file named by `graph.NAME.<key>`, relative to the properties file; it must exist.
@@ -202,7 +236,10 @@ fn strip_suffix_ignore_case<'a>(text: &'a str, suffix: &str) -> Option<&'a str> 
 
 /// The file name without compression suffixes and without `.ext` (original case kept).
 fn file_stem(path: &Path, ext: &str) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut logical = name.as_str();
     for compression in [".gz", ".gzip", ".zst", ".zstd"] {
         if let Some(stripped) = strip_suffix_ignore_case(logical, compression) {
@@ -210,17 +247,29 @@ fn file_stem(path: &Path, ext: &str) -> String {
             break;
         }
     }
-    strip_suffix_ignore_case(logical, &format!(".{ext}")).unwrap_or(logical).to_string()
+    strip_suffix_ignore_case(logical, &format!(".{ext}"))
+        .unwrap_or(logical)
+        .to_string()
 }
 
-fn require_exists(path: &Path, properties: &Path, key: &str, value: &str, line: u64, what: &str) -> Result<()> {
+fn require_exists(
+    path: &Path,
+    properties: &Path,
+    key: &str,
+    value: &str,
+    line: u64,
+    what: &str,
+) -> Result<()> {
     if path.is_file() {
         Ok(())
     } else {
         Err(Error::input(
             properties,
             Some(line),
-            format!("{what} file '{value}' named by {key} not found (looked for {})", path.display()),
+            format!(
+                "{what} file '{value}' named by {key} not found (looked for {})",
+                path.display()
+            ),
         ))
     }
 }
@@ -230,7 +279,14 @@ fn plan_from_properties(path: &Path, opts: &ImportOptions, reason: &str) -> Resu
     let name = &graph.name;
     let (vertex_file, vertex_value, vertex_line) = graph.data_file("vertex-file", "vertex")?;
     let vertex_key = format!("graph.{name}.vertex-file");
-    require_exists(&vertex_file, path, &vertex_key, &vertex_value, vertex_line, "vertex")?;
+    require_exists(
+        &vertex_file,
+        path,
+        &vertex_key,
+        &vertex_value,
+        vertex_line,
+        "vertex",
+    )?;
 
     let (mut edge_file, edge_value, edge_line) = graph.data_file("edge-file", "edge")?;
     let edge_key = format!("graph.{name}.edge-file");
@@ -242,7 +298,10 @@ fn plan_from_properties(path: &Path, opts: &ImportOptions, reason: &str) -> Resu
         if sibling.is_file() {
             notes.push(format!(
                 "{edge_key} names the vertex file '{edge_value}'; reading {} beside it instead",
-                sibling.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                sibling
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
             ));
             edge_file = sibling;
         } else {
@@ -268,7 +327,13 @@ fn plan_from_properties(path: &Path, opts: &ImportOptions, reason: &str) -> Resu
         description.push_str(&note);
     }
     Ok(Plan {
-        jobs: vec![FileJob::VertexList { path: vertex_file }, FileJob::EdgeList { path: edge_file, weight_field }],
+        jobs: vec![
+            FileJob::VertexList { path: vertex_file },
+            FileJob::EdgeList {
+                path: edge_file,
+                weight_field,
+            },
+        ],
         description,
         directed,
         weighted: Some(read_weights),
@@ -277,7 +342,9 @@ fn plan_from_properties(path: &Path, opts: &ImportOptions, reason: &str) -> Resu
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 fn graph_description(
@@ -287,7 +354,10 @@ fn graph_description(
     directed: Option<bool>,
     weight_field: Option<usize>,
 ) -> String {
-    let mut what = format!("LDBC Graphalytics graph '{name}': {}", file_name(vertex_file));
+    let mut what = format!(
+        "LDBC Graphalytics graph '{name}': {}",
+        file_name(vertex_file)
+    );
     match edge_file {
         Some(edges) => what.push_str(&format!(" + {}", file_name(edges))),
         None => what.push_str(" (vertices only)"),
@@ -304,7 +374,13 @@ fn graph_description(
 }
 
 /// Finds `STEM.EXT` (possibly compressed) among the other inputs, or beside `near` on disk.
-fn find_partner(stem: &str, ext: &str, near: &Path, inputs: &[PathBuf], taken: &mut [bool]) -> Option<PathBuf> {
+fn find_partner(
+    stem: &str,
+    ext: &str,
+    near: &Path,
+    inputs: &[PathBuf],
+    taken: &mut [bool],
+) -> Option<PathBuf> {
     let wanted = format!("{stem}.{ext}").to_lowercase();
     for (i, other) in inputs.iter().enumerate() {
         if !taken[i] && logical_name(other) == wanted {
@@ -329,14 +405,24 @@ fn plan_from_pair(
     let given_is_vertex_file = logical_extension(path) == "v";
     let stem = file_stem(path, if given_is_vertex_file { "v" } else { "e" });
     let (vertex_file, edge_file) = if given_is_vertex_file {
-        (Some(path.clone()), find_partner(&stem, "e", path, inputs, taken))
+        (
+            Some(path.clone()),
+            find_partner(&stem, "e", path, inputs, taken),
+        )
     } else {
-        (find_partner(&stem, "v", path, inputs, taken), Some(path.clone()))
+        (
+            find_partner(&stem, "v", path, inputs, taken),
+            Some(path.clone()),
+        )
     };
 
     // A properties file beside the data says whether it is directed and weighted.
     let properties_path = path.with_file_name(format!("{stem}.properties"));
-    let graph = if properties_path.is_file() { Some(GraphProperties::read(&properties_path)?) } else { None };
+    let graph = if properties_path.is_file() {
+        Some(GraphProperties::read(&properties_path)?)
+    } else {
+        None
+    };
     let directed = match &graph {
         Some(g) => g.directed()?,
         None => None,
@@ -354,7 +440,9 @@ fn plan_from_pair(
             if let Some(field) = weight_field {
                 what.push_str(&format!(", weights in column {}", field + 1));
             }
-            what.push_str(&format!(" (no {stem}.v beside it: isolated vertices cannot be known)"));
+            what.push_str(&format!(
+                " (no {stem}.v beside it: isolated vertices cannot be known)"
+            ));
             what
         }
     };
@@ -365,13 +453,20 @@ fn plan_from_pair(
         jobs.push(FileJob::VertexList { path: v });
     }
     if let Some(e) = edge_file {
-        jobs.push(FileJob::EdgeList { path: e, weight_field });
+        jobs.push(FileJob::EdgeList {
+            path: e,
+            weight_field,
+        });
     }
     Ok(Plan {
         jobs,
         description: format!("{what} ({reason})"),
         directed,
-        weighted: if graph.is_some() || opts.weighted.is_some() { Some(read_weights) } else { None },
+        weighted: if graph.is_some() || opts.weighted.is_some() {
+            Some(read_weights)
+        } else {
+            None
+        },
         path: path.clone(),
     })
 }

@@ -45,7 +45,11 @@ impl Banner {
             Field::Real => "real",
             Field::Integer => "integer",
         };
-        let symmetry = if self.symmetric { "symmetric" } else { "general" };
+        let symmetry = if self.symmetric {
+            "symmetric"
+        } else {
+            "general"
+        };
         format!("Matrix Market coordinate {field} {symmetry}")
     }
 }
@@ -70,7 +74,10 @@ fn parse_banner(line: &[u8]) -> std::result::Result<Banner, String> {
             .to_string());
     }
     if words[1] != "matrix" {
-        return Err(format!("Matrix Market object '{}' is not supported (only 'matrix')", words[1]));
+        return Err(format!(
+            "Matrix Market object '{}' is not supported (only 'matrix')",
+            words[1]
+        ));
     }
     match words[2] {
         "coordinate" => {}
@@ -79,7 +86,11 @@ fn parse_banner(line: &[u8]) -> std::result::Result<Banner, String> {
                         a graph must be in 'coordinate' (sparse) format"
                 .to_string())
         }
-        other => return Err(format!("unknown Matrix Market format '{other}' (expected 'coordinate')")),
+        other => {
+            return Err(format!(
+                "unknown Matrix Market format '{other}' (expected 'coordinate')"
+            ))
+        }
     }
     let field = match words[3] {
         "pattern" => Field::Pattern,
@@ -90,15 +101,25 @@ fn parse_banner(line: &[u8]) -> std::result::Result<Banner, String> {
                         edge weights must be real numbers"
                 .to_string())
         }
-        other => return Err(format!("unknown Matrix Market field '{other}' (expected pattern, real or integer)")),
+        other => {
+            return Err(format!(
+                "unknown Matrix Market field '{other}' (expected pattern, real or integer)"
+            ))
+        }
     };
     let symmetric = match words[4] {
         "general" => false,
         "symmetric" => true,
         other @ ("skew-symmetric" | "hermitian") => {
-            return Err(format!("Matrix Market symmetry '{other}' is not supported (only general and symmetric)"))
+            return Err(format!(
+                "Matrix Market symmetry '{other}' is not supported (only general and symmetric)"
+            ))
         }
-        other => return Err(format!("unknown Matrix Market symmetry '{other}' (expected general or symmetric)")),
+        other => {
+            return Err(format!(
+                "unknown Matrix Market symmetry '{other}' (expected general or symmetric)"
+            ))
+        }
     };
     Ok(Banner { field, symmetric })
 }
@@ -106,8 +127,14 @@ fn parse_banner(line: &[u8]) -> std::result::Result<Banner, String> {
 /// Reads and checks the banner (line 1).
 fn read_banner(lines: &mut LineReader, path: &Path) -> Result<Banner> {
     match lines.next_line()? {
-        Some((number, line)) => parse_banner(line).map_err(|message| line_error(path, number, &message, line)),
-        None => Err(Error::input(path, None, "input is empty: no %%MatrixMarket header")),
+        Some((number, line)) => {
+            parse_banner(line).map_err(|message| line_error(path, number, &message, line))
+        }
+        None => Err(Error::input(
+            path,
+            None,
+            "input is empty: no %%MatrixMarket header",
+        )),
     }
 }
 
@@ -126,7 +153,10 @@ pub(super) fn plan(path: &Path, opts: &ImportOptions, reason: &str) -> Result<Pl
     }
     let read_weights = opts.weighted.unwrap_or(has_values);
     Ok(Plan {
-        jobs: vec![FileJob::MatrixMarket { path: path.to_path_buf(), read_weights }],
+        jobs: vec![FileJob::MatrixMarket {
+            path: path.to_path_buf(),
+            read_weights,
+        }],
         description: describe(compression, &banner.description(), reason),
         directed: Some(!banner.symmetric),
         weighted: Some(read_weights),
@@ -164,14 +194,21 @@ impl MatrixMarketParser {
         read_banner(&mut lines, &path)?;
         let (size_line_number, rows, cols, declared_entries) = loop {
             let Some((number, line)) = lines.next_line()? else {
-                return Err(Error::input(&path, None, "the file ends before the size line ('rows columns entries')"));
+                return Err(Error::input(
+                    &path,
+                    None,
+                    "the file ends before the size line ('rows columns entries')",
+                ));
             };
             let mut fields = Fields::new(line);
             let Some(first) = fields.next() else { continue };
             if first.starts_with(b"%") {
                 continue;
             }
-            let numbers: Vec<Option<u64>> = std::iter::once(first).chain(fields).map(parse_u64).collect();
+            let numbers: Vec<Option<u64>> = std::iter::once(first)
+                .chain(fields)
+                .map(parse_u64)
+                .collect();
             match numbers.as_slice() {
                 [Some(rows), Some(cols), Some(entries)] => break (number, *rows, *cols, *entries),
                 _ => {
@@ -188,7 +225,12 @@ impl MatrixMarketParser {
         Ok(MatrixMarketParser {
             lines,
             path,
-            rules: EntryRules { ids, read_weights, rows, cols },
+            rules: EntryRules {
+                ids,
+                read_weights,
+                rows,
+                cols,
+            },
             declared_entries,
             size_line_number,
             next_vertex: 1,
@@ -220,25 +262,41 @@ impl EntryRules {
         } else {
             None
         };
-        Ok(InputRecord::Edge { src: self.raw_id(row), dst: self.raw_id(col), weight })
+        Ok(InputRecord::Edge {
+            src: self.raw_id(row),
+            dst: self.raw_id(col),
+            weight,
+        })
     }
 
-    fn parse_index(&self, token: Option<&[u8]>, what: &str, bound: u64) -> std::result::Result<u64, String> {
+    fn parse_index(
+        &self,
+        token: Option<&[u8]>,
+        what: &str,
+        bound: u64,
+    ) -> std::result::Result<u64, String> {
         let Some(token) = token else {
-            return Err(format!("missing {what} index (expected 'row column [value]')"));
+            return Err(format!(
+                "missing {what} index (expected 'row column [value]')"
+            ));
         };
         match parse_u64(token) {
             Some(index) if (1..=bound).contains(&index) => Ok(index),
-            Some(index) => {
-                Err(format!("{what} index {index} is out of range 1..={bound} (Matrix Market indices are 1-based)"))
-            }
+            Some(index) => Err(format!(
+                "{what} index {index} is out of range 1..={bound} (Matrix Market indices are 1-based)"
+            )),
             None => Err(format!("invalid {what} index '{}' (expected a positive integer)", quote(token))),
         }
     }
 }
 
 impl FileParser for MatrixMarketParser {
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool> {
         let limit = out.len() + max;
         while out.len() < limit && self.next_vertex <= self.vertex_count {
             out.push(InputRecord::Vertex(self.rules.raw_id(self.next_vertex)));
@@ -276,7 +334,9 @@ impl FileParser for MatrixMarketParser {
             };
             match result {
                 Ok(record) => out.push(record),
-                Err(message) => bad_lines.handle(line_error(&self.path, line_number, &message, line))?,
+                Err(message) => {
+                    bad_lines.handle(line_error(&self.path, line_number, &message, line))?
+                }
             }
         }
         Ok(true)

@@ -50,7 +50,10 @@ const MAX_SKIPPED_EXAMPLES: usize = 10;
 ///
 /// Nothing but the first bytes of each file is read here (and small `.properties` files), so
 /// a format, a missing file or a bad header is reported before any work is done.
-pub fn open_inputs(inputs: &[PathBuf], opts: &ImportOptions) -> Result<(Box<dyn RecordSource>, InputInfo)> {
+pub fn open_inputs(
+    inputs: &[PathBuf],
+    opts: &ImportOptions,
+) -> Result<(Box<dyn RecordSource>, InputInfo)> {
     if inputs.is_empty() {
         return Err(Error::invalid("no input files given"));
     }
@@ -136,10 +139,12 @@ impl FileJob {
             }
             FileJob::VertexList { .. } => Box::new(edgelist::VertexListParser::new(input, ids)?),
             FileJob::Csv(layout) => Box::new(csv::CsvParser::new(input, ids, layout.clone())?),
-            FileJob::MatrixMarket { read_weights, .. } => {
-                Box::new(matrix_market::MatrixMarketParser::new(input, ids, *read_weights)?)
+            FileJob::MatrixMarket { read_weights, .. } => Box::new(
+                matrix_market::MatrixMarketParser::new(input, ids, *read_weights)?,
+            ),
+            FileJob::Binary { id_bytes, .. } => {
+                Box::new(binary::BinaryParser::new(input, ids, *id_bytes))
             }
-            FileJob::Binary { id_bytes, .. } => Box::new(binary::BinaryParser::new(input, ids, *id_bytes)),
         })
     }
 }
@@ -147,7 +152,12 @@ impl FileJob {
 /// Reads the records of one file.
 trait FileParser: Send {
     /// Appends up to `max` records to `out`; `Ok(false)` once the file is exhausted.
-    fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool>;
+    fn read_batch(
+        &mut self,
+        out: &mut Vec<InputRecord>,
+        max: usize,
+        bad_lines: &mut BadLines,
+    ) -> Result<bool>;
 }
 
 /// Malformed lines: fail on the first, or count them and keep a few examples.
@@ -159,7 +169,11 @@ pub(crate) struct BadLines {
 
 impl BadLines {
     fn new(skip: bool) -> BadLines {
-        BadLines { skip, count: 0, examples: Vec::new() }
+        BadLines {
+            skip,
+            count: 0,
+            examples: Vec::new(),
+        }
     }
 
     /// Returns `error` unless bad lines are skipped, in which case it is counted and, while
@@ -178,7 +192,12 @@ impl BadLines {
 
 /// Decides how to read `inputs[index]`, possibly together with later inputs it belongs with
 /// (marked in `taken`).
-fn plan_input(index: usize, inputs: &[PathBuf], taken: &mut [bool], opts: &ImportOptions) -> Result<Plan> {
+fn plan_input(
+    index: usize,
+    inputs: &[PathBuf],
+    taken: &mut [bool],
+    opts: &ImportOptions,
+) -> Result<Plan> {
     let path = &inputs[index];
     let (format, reason) = match opts.format {
         InputFormat::Auto => {
@@ -249,15 +268,20 @@ fn merge_plans(plans: &[Plan], opts: &ImportOptions) -> Result<InputInfo> {
     let mut total_bytes = 0;
     for job in plans.iter().flat_map(|p| &p.jobs) {
         let path = job.path();
-        let size =
-            std::fs::metadata(path).map_err(|e| Error::input(path, None, format!("cannot read file size: {e}")))?.len();
+        let size = std::fs::metadata(path)
+            .map_err(|e| Error::input(path, None, format!("cannot read file size: {e}")))?
+            .len();
         total_bytes += size;
         files.push(path.to_path_buf());
     }
 
     Ok(InputInfo {
         format_description,
-        directed: if conflict { None } else { directed.map(|(d, _)| d) },
+        directed: if conflict {
+            None
+        } else {
+            directed.map(|(d, _)| d)
+        },
         weighted,
         total_bytes,
         files,
@@ -326,7 +350,10 @@ impl RecordSource for InputChain {
 /// The file name without compression suffixes, lower-cased, for extension checks
 /// (`graph.mtx.gz` → `graph.mtx`).
 pub(crate) fn logical_name(path: &Path) -> String {
-    let mut name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
     for suffix in [".gz", ".gzip", ".zst", ".zstd"] {
         if let Some(stripped) = name.strip_suffix(suffix) {
             name = stripped.to_string();

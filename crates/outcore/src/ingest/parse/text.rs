@@ -39,8 +39,14 @@ impl LineReader {
     /// Wraps an input stream; fails if the start of the input is binary data, because reading
     /// such a file as text would only give a confusing error about its first "line".
     pub fn new(input: InputStream, format_name: &str) -> Result<LineReader> {
-        let mut reader =
-            LineReader { input, buf: vec![0u8; LINE_BUFFER_BYTES], start: 0, end: 0, eof: false, line_number: 0 };
+        let mut reader = LineReader {
+            input,
+            buf: vec![0u8; LINE_BUFFER_BYTES],
+            start: 0,
+            end: 0,
+            eof: false,
+            line_number: 0,
+        };
         while !reader.eof && reader.end < BINARY_SNIFF_BYTES {
             reader.refill()?;
         }
@@ -75,7 +81,10 @@ impl LineReader {
                 let line_start = self.start;
                 self.start += offset + 1;
                 self.line_number += 1;
-                return Ok(Some((self.line_number, &self.buf[line_start..line_start + offset])));
+                return Ok(Some((
+                    self.line_number,
+                    &self.buf[line_start..line_start + offset],
+                )));
             }
             if self.eof {
                 if self.start < self.end {
@@ -102,7 +111,10 @@ impl LineReader {
                 return Err(Error::input(
                     self.input.path(),
                     Some(self.line_number + 1),
-                    format!("line longer than {} MiB (is this really a text file?)", MAX_LINE_BYTES >> 20),
+                    format!(
+                        "line longer than {} MiB (is this really a text file?)",
+                        MAX_LINE_BYTES >> 20
+                    ),
                 ));
             }
             self.buf.resize(self.buf.len() * 2, 0);
@@ -141,7 +153,11 @@ pub fn find_newline(haystack: &[u8]) -> Option<usize> {
         }
         offset += 8;
     }
-    chunks.remainder().iter().position(|&b| b == b'\n').map(|p| offset + p)
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|p| offset + p)
 }
 
 /// The bytes that separate fields of an edge list: whitespace, commas (and the `\r` of CRLF
@@ -279,7 +295,10 @@ pub fn parse_id(token: &[u8], ids: IdType) -> Result<RawId, FieldError> {
         },
         IdType::String => match std::str::from_utf8(token) {
             Ok(text) => Ok(RawId::Str(text.to_string())),
-            Err(_) => Err(FieldError::Id(format!("vertex id '{}' is not valid UTF-8", quote(token)))),
+            Err(_) => Err(FieldError::Id(format!(
+                "vertex id '{}' is not valid UTF-8",
+                quote(token)
+            ))),
         },
     }
 }
@@ -287,13 +306,19 @@ pub fn parse_id(token: &[u8], ids: IdType) -> Result<RawId, FieldError> {
 /// Parses an edge weight: any finite or infinite decimal number; NaN is refused.
 #[inline]
 pub fn parse_weight(token: &[u8]) -> Result<f64, FieldError> {
-    let parsed = std::str::from_utf8(token).ok().and_then(|text| text.parse::<f64>().ok());
+    let parsed = std::str::from_utf8(token)
+        .ok()
+        .and_then(|text| text.parse::<f64>().ok());
     match parsed {
-        Some(w) if w.is_nan() => {
-            Err(FieldError::Weight(format!("invalid weight '{}' (NaN is not a usable edge weight)", quote(token))))
-        }
+        Some(w) if w.is_nan() => Err(FieldError::Weight(format!(
+            "invalid weight '{}' (NaN is not a usable edge weight)",
+            quote(token)
+        ))),
         Some(w) => Ok(w),
-        None => Err(FieldError::Weight(format!("invalid weight '{}' (expected a number)", quote(token)))),
+        None => Err(FieldError::Weight(format!(
+            "invalid weight '{}' (expected a number)",
+            quote(token)
+        ))),
     }
 }
 
@@ -311,7 +336,10 @@ pub fn quote(bytes: &[u8]) -> String {
     if trimmed.len() <= MAX_QUOTED_LINE_BYTES {
         String::from_utf8_lossy(trimmed).into_owned()
     } else {
-        format!("{}…", String::from_utf8_lossy(&trimmed[..MAX_QUOTED_LINE_BYTES]))
+        format!(
+            "{}…",
+            String::from_utf8_lossy(&trimmed[..MAX_QUOTED_LINE_BYTES])
+        )
     }
 }
 
@@ -326,7 +354,11 @@ pub fn trim_line_end(line: &[u8]) -> &[u8] {
 
 /// An error about one line: "FILE:LINE: message: <line text>".
 pub fn line_error(path: &Path, line_number: u64, message: &str, line: &[u8]) -> Error {
-    Error::input(path, Some(line_number), format!("{message}: {}", quote(line)))
+    Error::input(
+        path,
+        Some(line_number),
+        format!("{message}: {}", quote(line)),
+    )
 }
 
 #[cfg(test)]
@@ -375,7 +407,9 @@ mod tests {
     fn weights() {
         assert!(matches!(parse_weight(b"-2.5e-3"), Ok(w) if w == -2.5e-3));
         assert!(matches!(parse_weight(b"NaN"), Err(FieldError::Weight(m)) if m.contains("NaN")));
-        assert!(matches!(parse_weight(b"1,5"), Err(FieldError::Weight(m)) if m.contains("expected a number")));
+        assert!(
+            matches!(parse_weight(b"1,5"), Err(FieldError::Weight(m)) if m.contains("expected a number"))
+        );
     }
 
     #[test]
