@@ -31,6 +31,9 @@ enum Command {
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Renumber a store's vertices (none, degree, random, norder).
     Reorder(commands::reorder::ReorderArgs),
+    /// Partition a store for distributed engines (`--bbp`: TurboGraph++'s balanced
+    /// buffer-aware partitioning into slotted pages, for `--engine nwsm`).
+    Partition(commands::partition::PartitionArgs),
     /// Benchmarks (`bench cache`: BASC, GVS and Norder at equal memory; `bench stream`:
     /// the stream engine's schedules).
     Bench(commands::bench::BenchArgs),
@@ -74,6 +77,7 @@ fn main() {
         Command::Validate(args) => commands::validate::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),
         Command::Reorder(args) => commands::reorder::run(args),
+        Command::Partition(args) => commands::partition::run(args, &cancel),
         Command::Bench(args) => commands::bench::run(args),
     };
     if let Err(error) = result {

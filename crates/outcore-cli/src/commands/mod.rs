@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod generate;
 pub mod import;
 pub mod info;
+pub mod partition;
 pub mod reorder;
 pub mod run;
 pub mod summary;

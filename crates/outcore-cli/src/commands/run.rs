@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
+use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
@@ -21,7 +22,7 @@ pub struct RunArgs {
     /// The store directory.
     #[arg(long)]
     store: PathBuf,
-    /// Engine: auto (default: chooses and says why), inmem, stream, cache.
+    /// Engine: auto (default: chooses and says why), inmem, stream, cache, nwsm (tc, lcc).
     #[arg(long, default_value = "auto")]
     engine: String,
     /// Memory budget, e.g. 512MiB (default: a quarter of RAM).
@@ -64,9 +65,13 @@ pub struct RunArgs {
     /// Raw betweenness instead of networkx's normalised values: bc.
     #[arg(long)]
     unnormalized: bool,
-    /// Cache engine: page size in bytes, a multiple of 512 (default 8192).
+    /// Cache engine: page size in bytes, a multiple of 512 (default 8192). Nwsm engine: slotted
+    /// page size (default 64KiB).
     #[arg(long)]
     page_size: Option<String>,
+    /// Nwsm engine: ranks p, run in this process over the in-process transport (default 1).
+    #[arg(long, default_value_t = 1)]
+    ranks: usize,
     /// Cache engine: share of the cache memory given to the static cache (default 0.8).
     #[arg(long)]
     static_cache_share: Option<f64>,
@@ -151,6 +156,13 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
         },
         stream: stream_options(&args)?,
         cache: cache_options(&args)?,
+        nwsm: NwsmOptions {
+            page_size: match &args.page_size {
+                Some(size) => parse_size(size)?,
+                None => NwsmOptions::default().page_size,
+            },
+            ranks: args.ranks,
+        },
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
