@@ -168,6 +168,14 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     let runner = Runner::new(&store, options)
         .with_progress(Arc::new(TerminalProgress::new(args.quiet)))
         .with_cancel(cancel.clone());
+    // Under `mpirun -n W` this process is one rank (the nwsm engine runs W ranks); rank 0 writes.
+    #[cfg(feature = "mpi")]
+    let runner = if outcore::transport::MpiTransport::launched_by_mpirun() {
+        runner.with_transport(Arc::new(outcore::transport::MpiTransport::init()?))
+    } else {
+        runner
+    };
+    let writes = runner.transport().map_or(true, |t| t.rank() == 0);
     if !args.quiet && !runner.engine_reason().is_empty() {
         eprintln!("{}", runner.engine_reason());
     }
@@ -178,6 +186,9 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
         Some(path) => OutputTarget::File(path.clone()),
         None => OutputTarget::Stdout,
     };
+    if !writes {
+        return Ok(());
+    }
     write_result(runner.store(), &result, &target, format)?;
     if !args.quiet {
         eprintln!(

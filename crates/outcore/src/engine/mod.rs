@@ -138,6 +138,9 @@ pub struct Runner {
     /// The cache engine's files and caches, created on first use and kept across the program
     /// runs of one algorithm.
     cache_engine: Mutex<Option<cache::CacheEngine>>,
+    /// The ranks of a distributed run this process belongs to (e.g. under `mpirun`); `None`:
+    /// a single process (multi-rank engines then run their ranks in-process).
+    transport: Option<Arc<dyn crate::transport::Transport>>,
 }
 
 impl Runner {
@@ -165,7 +168,18 @@ impl Runner {
             io_at_start: counters.snapshot(),
             stats: Mutex::new(stats),
             cache_engine: Mutex::new(None),
+            transport: None,
         }
+    }
+
+    /// Makes this process one rank of a distributed run (the nwsm engine then runs this rank).
+    pub fn with_transport(mut self, transport: Arc<dyn crate::transport::Transport>) -> Runner {
+        self.transport = Some(transport);
+        self
+    }
+
+    pub fn transport(&self) -> Option<&Arc<dyn crate::transport::Transport>> {
+        self.transport.as_ref()
     }
 
     pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Runner {

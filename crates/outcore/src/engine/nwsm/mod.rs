@@ -222,20 +222,36 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     if n == 0 {
         return Ok(QueryResult { values: Vec::new(), aggregate: 0 });
     }
-    let p = options.ranks.max(1);
+    let transport = runner.transport();
+    let p = transport.map_or(options.ranks.max(1), |t| t.ranks());
     let budget = runner.options().memory;
     let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
     let wanted = plan_memory(n, p, k, options.page_size, budget.bytes(), 1)?;
     let io_before = runner.io_snapshot();
-    let layout = partition::ensure_layout(
-        store,
-        p,
-        wanted.q,
-        options.page_size,
-        budget,
-        runner.progress(),
-        runner.cancel_token(),
-    )?;
+    let ensure = || {
+        let (progress, cancel) = (runner.progress(), runner.cancel_token());
+        partition::ensure_layout(store, p, wanted.q, options.page_size, budget, progress, cancel)
+    };
+    let layout = match transport {
+        None => ensure()?,
+        // Under a distributed run rank 0 partitions the shared store; the others wait for it.
+        Some(t) => {
+            let built = if t.rank() == 0 { Some(ensure()) } else { None };
+            let failed = built.as_ref().is_some_and(|b| b.is_err()) as u64;
+            if t.all_reduce_u64(failed, ReduceOp::Max)? != 0 {
+                let remote = Error::Remote { rank: Some(0), message: "rank 0 could not partition the store".into() };
+                return Err(built.map_or(remote, |b| b.unwrap_err()));
+            }
+            match built {
+                Some(layout) => layout?,
+                None => {
+                    let reopened = Store::open(store.dir())?;
+                    BbpLayout::find(&reopened, p, wanted.q, options.page_size)
+                        .ok_or_else(|| Error::store(store.dir(), "rank 0 built no BBP layout"))?
+                }
+            }
+        }
+    };
     let partition_seconds = started.elapsed().as_secs_f64();
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
     let plan = plan_memory(n, p, k, options.page_size, budget.bytes(), layout.q)?;
@@ -264,7 +280,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         bar: &*bar,
     };
     let scatter_started = Instant::now();
-    let outputs = InProcessTransport::run(p, |transport| run_rank(&context, transport))?;
+    let outputs = match transport {
+        None => InProcessTransport::run(p, |transport| run_rank(&context, transport))?,
+        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, t.as_ref())?],
+    };
     bar.finish();
     let run_seconds = scatter_started.elapsed().as_secs_f64();
 
@@ -441,6 +460,80 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
     gather.updates_to_other_ranks = network.updates_to_other_ranks.load(Ordering::Relaxed);
     let aggregate = transport.all_reduce_u64(stats.aggregate, ReduceOp::Sum)?;
     Ok(RankOutput { values, stats, gather, aggregate, apply_time })
+}
+
+/// Under a distributed run: every rank gets all ranks' outputs and the sums of their figures.
+fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput> {
+    let bytes: Vec<u8> =
+        out.values.iter().flat_map(|&(v, bits)| v.to_le_bytes().into_iter().chain(bits.to_le_bytes())).collect();
+    out.values = t
+        .all_gather(bytes)?
+        .iter()
+        .flat_map(|part| {
+            part.chunks_exact(12)
+                .map(|r| {
+                    (u32::from_le_bytes(r[..4].try_into().unwrap()), u64::from_le_bytes(r[4..].try_into().unwrap()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (s, g) = (&mut out.stats, &mut out.gather);
+    let nanos = |d: Duration| d.as_nanos() as u64;
+    let summed = t.all_reduce_u64s(
+        &[
+            s.level1_windows,
+            s.level2_windows,
+            s.marked,
+            s.adjacency_entries_loaded,
+            s.remote_pages,
+            s.pages_served,
+            s.network_bytes,
+            s.buffers.hits,
+            s.buffers.misses,
+            s.buffers.evictions,
+            s.buffers.bytes_read,
+            g.updates_sent,
+            g.updates_to_other_ranks,
+            g.updates_gathered_in_memory,
+            g.updates_spilled,
+            g.spill_bytes_written,
+            g.spill_bytes_read,
+            nanos(s.network_time),
+            nanos(s.scatter_time),
+            nanos(s.buffers.read_time),
+            nanos(g.gather_time),
+            nanos(out.apply_time),
+        ],
+        ReduceOp::Sum,
+    )?;
+    [
+        &mut s.level1_windows,
+        &mut s.level2_windows,
+        &mut s.marked,
+        &mut s.adjacency_entries_loaded,
+        &mut s.remote_pages,
+        &mut s.pages_served,
+        &mut s.network_bytes,
+        &mut s.buffers.hits,
+        &mut s.buffers.misses,
+        &mut s.buffers.evictions,
+        &mut s.buffers.bytes_read,
+        &mut g.updates_sent,
+        &mut g.updates_to_other_ranks,
+        &mut g.updates_gathered_in_memory,
+        &mut g.updates_spilled,
+        &mut g.spill_bytes_written,
+        &mut g.spill_bytes_read,
+    ]
+    .into_iter()
+    .zip(&summed)
+    .for_each(|(field, &sum)| *field = sum);
+    s.network_time = Duration::from_nanos(summed[17]);
+    s.scatter_time = Duration::from_nanos(summed[18]);
+    s.buffers.read_time = Duration::from_nanos(summed[19]);
+    g.gather_time = Duration::from_nanos(summed[20]);
+    out.apply_time = Duration::from_nanos(summed[21]);
+    Ok(out)
 }
 
 /// Answers other ranks' page requests from this rank's page file until every rank is done.
