@@ -134,13 +134,21 @@ impl NeighborhoodQuery for LccQuery {
             return;
         }
         let v = u;
+        let mut closed_at_v = 0;
         for parent in view.parent_list(1, v).iter().filter(|p| p.id() < v) {
             let u = parent.id();
-            for (w_of_u, w_of_v) in view.common_neighbors(u, v).filter(|(w, _)| v < w.id()) {
+            let mut closed_at_u = 0;
+            for (w_of_u, w_of_v) in view.common_neighbors_after(u, v, v) {
                 out.update(w_of_u.id(), parent.arcs());
-                out.update(u, w_of_v.arcs());
-                out.update(v, w_of_u.arcs());
+                closed_at_u += w_of_v.arcs();
+                closed_at_v += w_of_u.arcs();
             }
+            if closed_at_u > 0 {
+                out.update(u, closed_at_u);
+            }
+        }
+        if closed_at_v > 0 {
+            out.update(v, closed_at_v);
         }
     }
     fn vertex_gather(&self, gathered: u64, update: u64) -> u64 {

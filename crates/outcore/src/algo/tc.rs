@@ -5,7 +5,7 @@
 //! A two-level neighborhood query, as TurboGraph++'s Figure 19 (Ko and Han, SIGMOD '18,
 //! Appendix A.1): level 1 marks the neighbours `v` of each vertex `u` with `u < v`
 //! (`EnumOneHopNbr`); level 2 takes each marked `v`, its parents `u` in the level-1 window, and
-//! the common neighbours `w` of `u` and `v` with `v < w` (`FindTriangles`). The partial order
+//! the common neighbours `w` of `u` and `v` with `v < w` (`FindTriangles`; the constraint `v < w` is applied before intersecting, to the tails of both lists). The partial order
 //! `u < v < w` finds every triangle exactly once; on the nwsm engine ids are in descending
 //! degree order per rank, which keeps the intersected lists short. Each triangle adds one to
 //! the total and one to each of its three corners.
@@ -50,16 +50,25 @@ impl NeighborhoodQuery for TriangleCounting {
             adj.iter().filter(|v| u < v.id()).for_each(|v| out.mark(2, v.id()));
             return;
         }
-        // FindTriangles: here `u` is the level-2 vertex v of Figure 19.
+        // FindTriangles: here `u` is the level-2 vertex v of Figure 19. Corners u and v get
+        // one update per pair rather than one per triangle.
         let v = u;
+        let mut through_v = 0;
         for parent in view.parent_list(1, v).iter().filter(|p| p.id() < v) {
             let u = parent.id();
-            for (w, _) in view.common_neighbors(u, v).filter(|(w, _)| v < w.id()) {
-                for corner in [u, v, w.id()] {
-                    out.update(corner, 1);
-                }
-                out.aggregate(1);
+            let mut through_pair = 0;
+            for (w, _) in view.common_neighbors_after(u, v, v) {
+                out.update(w.id(), 1);
+                through_pair += 1;
             }
+            if through_pair > 0 {
+                out.update(u, through_pair);
+                out.aggregate(through_pair);
+                through_v += through_pair;
+            }
+        }
+        if through_v > 0 {
+            out.update(v, through_v);
         }
     }
 

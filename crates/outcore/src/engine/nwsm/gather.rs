@@ -229,30 +229,62 @@ pub fn decode_updates<V: GatherValue>(bytes: &[u8]) -> Vec<(u32, V)> {
         .collect()
 }
 
-/// A scatter task's local gather buffer (`LGB^l`).
+/// A scatter task's local gather buffer (`LGB^l`): a direct-mapped table folds updates to the
+/// same target in place (skewed graphs send most updates to few vertices); an update whose slot
+/// holds another target pushes that one out to a list, which is combined and handed on when full.
 pub struct LocalGather<'g, V: GatherValue> {
     capacity: usize,
+    table: Vec<(u32, V)>,
     updates: Vec<(u32, V)>,
     /// First BBP id of every rank, plus |V|.
     rank_starts: &'g [u64],
     sink: &'g dyn UpdateSink<V>,
 }
 
+const EMPTY_SLOT: u32 = u32::MAX;
+
 impl<'g, V: GatherValue> LocalGather<'g, V> {
+    /// Holds up to `capacity` updates (half in the table, half in the list).
     pub fn new(capacity: usize, rank_starts: &'g [u64], sink: &'g dyn UpdateSink<V>) -> Self {
-        LocalGather { capacity: capacity.max(16), updates: Vec::with_capacity(capacity.max(16)), rank_starts, sink }
+        let table = (capacity / 2).max(16).next_power_of_two() / 2;
+        let list = (capacity / 2).max(16);
+        LocalGather {
+            capacity: list,
+            table: vec![(EMPTY_SLOT, V::default()); table.max(8)],
+            updates: Vec::with_capacity(list),
+            rank_starts,
+            sink,
+        }
     }
 
     pub fn push<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q, target: VertexId, value: V) -> Result<()> {
-        self.updates.push((target as u32, value));
-        if self.updates.len() >= self.capacity {
-            self.flush(query)?;
+        let target = target as u32;
+        let mask = self.table.len() - 1;
+        let slot = &mut self.table[(target.wrapping_mul(0x9E37_79B1) >> 7) as usize & mask];
+        if slot.0 == target {
+            slot.1 = query.vertex_gather(slot.1, value);
+            return Ok(());
+        }
+        let evicted = std::mem::replace(slot, (target, value));
+        if evicted.0 != EMPTY_SLOT {
+            self.updates.push(evicted);
+            if self.updates.len() >= self.capacity {
+                self.flush_list(query)?;
+            }
         }
         Ok(())
     }
 
-    /// Combines the buffered updates and hands them to their owners' global gather buffers.
+    /// Empties the table into the list and hands everything on.
     pub fn flush<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q) -> Result<()> {
+        for slot in self.table.iter_mut().filter(|s| s.0 != EMPTY_SLOT) {
+            self.updates.push(std::mem::replace(slot, (EMPTY_SLOT, V::default())));
+        }
+        self.flush_list(query)
+    }
+
+    /// Combines the listed updates and hands them to their owners' global gather buffers.
+    fn flush_list<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q) -> Result<()> {
         if self.updates.is_empty() {
             return Ok(());
         }

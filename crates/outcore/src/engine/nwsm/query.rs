@@ -103,6 +103,14 @@ pub trait NeighborhoodView {
     fn common_neighbors(&self, u: VertexId, v: VertexId) -> CommonNeighbors<'_> {
         CommonNeighbors::new(self.adjacency(u), self.adjacency(v))
     }
+
+    /// Common neighbours of `u` and `v` with ids above `after` (a partial-order constraint
+    /// applied before intersecting: only the lists' tails above `after` are compared).
+    fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
+        let (a, b) = (self.adjacency(u), self.adjacency(v));
+        let tail = |list: &'_ [Nbr]| list.partition_point(|n| n.id() <= after);
+        CommonNeighbors::new(&a[tail(a)..], &b[tail(b)..])
+    }
 }
 
 /// What scatter functions can do: mark vertices of interest, send updates, add to the total.
@@ -327,6 +335,22 @@ mod tests {
         assert_eq!(common, vec![0, 300, 2997]);
         let common: Vec<u64> = CommonNeighbors::new(&long, &short).map(|(_, y)| y.id()).collect();
         assert_eq!(common, vec![0, 300, 2997]);
+        struct Two(Vec<Nbr>, Vec<Nbr>);
+        impl NeighborhoodView for Two {
+            fn adjacency(&self, v: VertexId) -> &[Nbr] {
+                if v == 0 {
+                    &self.0
+                } else {
+                    &self.1
+                }
+            }
+            fn parent_list(&self, _: usize, _: VertexId) -> &[Nbr] {
+                &[]
+            }
+        }
+        let view = Two(long.clone(), short.clone());
+        let after: Vec<u64> = view.common_neighbors_after(0, 1, 300).map(|(x, _)| x.id()).collect();
+        assert_eq!(after, vec![2997]);
     }
 
     #[test]
