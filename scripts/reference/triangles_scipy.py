@@ -21,7 +21,7 @@ def main(store):
     n = len(offsets) - 1
     sources = np.repeat(np.arange(n, dtype=np.uint32), np.diff(offsets).astype(np.int64))
     keep = sources != targets
-    a = sp.coo_matrix((np.ones(keep.sum(), dtype=np.int8), (sources[keep], targets[keep])), shape=(n, n)).tocsr()
+    a = sp.coo_matrix((np.ones(keep.sum(), dtype=np.int32), (sources[keep], targets[keep])), shape=(n, n)).tocsr()
     a = ((a + a.T) > 0).astype(np.int64).tocsr()
     t1 = time.perf_counter()
     degree = np.asarray(a.sum(axis=1)).ravel()
