@@ -25,7 +25,9 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Run an algorithm on a store.
     Run(commands::run::RunArgs),
-    /// Split a store into per-rank files for the pregel engine (`mpirun -n W outcore run ...`).
+    /// Partition a store for the distributed engines: per-rank files for the pregel engine
+    /// (`mpirun -n W outcore run ...`), or with `--bbp` TurboGraph++'s balanced buffer-aware
+    /// partitioning into slotted pages for `--engine nwsm`.
     Partition(commands::partition::PartitionArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),

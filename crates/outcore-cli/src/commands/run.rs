@@ -9,6 +9,7 @@ use outcore::engine::cache::{CacheOptions, SelectionMethod};
 use outcore::engine::shards::{DynamicPolicy, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::pregel::PregelOptions;
+use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
 use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
@@ -24,7 +25,7 @@ pub struct RunArgs {
     #[arg(long)]
     store: PathBuf,
     /// Engine: auto (default: chooses and says why), inmem, stream, cache, shards, pregel (GraphD;
-    /// `mpirun -n W` with the `mpi` feature, after `outcore partition --ranks W`).
+    /// `mpirun -n W` with the `mpi` feature, after `outcore partition --ranks W`), nwsm (tc, lcc).
     #[arg(long, default_value = "auto")]
     engine: String,
     /// Memory budget, e.g. 512MiB (default: a quarter of RAM).
@@ -67,9 +68,13 @@ pub struct RunArgs {
     /// Raw betweenness instead of networkx's normalised values: bc.
     #[arg(long)]
     unnormalized: bool,
-    /// Cache engine: page size in bytes, a multiple of 512 (default 8192).
+    /// Cache engine: page size in bytes, a multiple of 512 (default 8192). Nwsm engine: slotted
+    /// page size (default 64KiB).
     #[arg(long)]
     page_size: Option<String>,
+    /// Nwsm engine: ranks p, run in this process over the in-process transport (default 1).
+    #[arg(long, default_value_t = 1)]
+    ranks: usize,
     /// Cache engine: share of the cache memory given to the static cache (default 0.8).
     #[arg(long)]
     static_cache_share: Option<f64>,
@@ -144,8 +149,28 @@ pub fn shards_options(
     })
 }
 
-/// The pregel engine's options; under mpirun (feature `mpi`) the MPI transport.
-fn pregel_options(args: &RunArgs, engine: EngineKind) -> anyhow::Result<PregelOptions> {
+/// The ranks of a distributed run: under `mpirun` (feature `mpi`) this process is one rank of
+/// an MPI job; started alone it is the only rank (`None`). MPI is initialised here, once.
+fn distributed_transport() -> anyhow::Result<Option<Arc<dyn outcore::transport::Transport>>> {
+    #[cfg(feature = "mpi")]
+    if outcore::transport::MpiTransport::launched_by_mpirun() {
+        return Ok(Some(Arc::new(outcore::transport::MpiTransport::init()?)));
+    }
+    #[cfg(not(feature = "mpi"))]
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+        anyhow::bail!(outcore::Error::invalid(
+            "started by mpirun, but this outcore was built without the `mpi` feature (cargo build --features mpi)"
+        ));
+    }
+    Ok(None)
+}
+
+/// The pregel engine's options from the flags, with the run's transport.
+fn pregel_options(
+    args: &RunArgs,
+    engine: EngineKind,
+    transport: Option<Arc<dyn outcore::transport::Transport>>,
+) -> anyhow::Result<PregelOptions> {
     let mut options = PregelOptions {
         recoded: args.recode,
         checkpoint_every: args.checkpoint_every,
@@ -155,15 +180,8 @@ fn pregel_options(args: &RunArgs, engine: EngineKind) -> anyhow::Result<PregelOp
     if let Some(size) = &args.message_file_size {
         options.message_file_size = parse_size(size)?;
     }
-    #[cfg(feature = "mpi")]
-    if engine == EngineKind::Pregel && outcore::transport::MpiTransport::launched_by_mpirun() {
-        options.transport = Some(Arc::new(outcore::transport::MpiTransport::init()?));
-    }
-    #[cfg(not(feature = "mpi"))]
-    if engine == EngineKind::Pregel && std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
-        anyhow::bail!(outcore::Error::invalid(
-            "started by mpirun, but this outcore was built without the `mpi` feature (cargo build --features mpi)"
-        ));
+    if engine == EngineKind::Pregel {
+        options.transport = transport;
     }
     Ok(options)
 }
@@ -214,9 +232,9 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
 
 pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     let engine = EngineKind::parse(&args.engine)?;
-    let pregel = pregel_options(&args, engine)?;
-    let transport = pregel.transport.clone();
-    let outcome = run_with(args, pregel, cancel);
+    let transport = distributed_transport()?;
+    let pregel = pregel_options(&args, engine, transport.clone())?;
+    let outcome = run_with(args, pregel, transport.clone(), cancel);
     // A failing rank ends the whole MPI job at once (with its error), instead of leaving the
     // other ranks waiting for it.
     if let (Err(error), Some(t)) = (&outcome, &transport) {
@@ -228,7 +246,12 @@ pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     outcome
 }
 
-fn run_with(args: RunArgs, pregel: PregelOptions, cancel: &CancelToken) -> anyhow::Result<()> {
+fn run_with(
+    args: RunArgs,
+    pregel: PregelOptions,
+    transport: Option<Arc<dyn outcore::transport::Transport>>,
+    cancel: &CancelToken,
+) -> anyhow::Result<()> {
     let format = match (&args.format, &args.output) {
         (Some(name), _) => OutputFormat::parse(name)?,
         (None, Some(path)) => OutputFormat::from_path(path).unwrap_or(OutputFormat::Text),
@@ -249,11 +272,24 @@ fn run_with(args: RunArgs, pregel: PregelOptions, cancel: &CancelToken) -> anyho
             args.delay_buffer.as_deref(),
         )?,
         pregel,
+        nwsm: NwsmOptions {
+            page_size: match &args.page_size {
+                Some(size) => parse_size(size)?,
+                None => NwsmOptions::default().page_size,
+            },
+            ranks: args.ranks,
+        },
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
         .with_progress(Arc::new(TerminalProgress::new(args.quiet)))
         .with_cancel(cancel.clone());
+    // Under `mpirun -n W` this process is one rank (the nwsm engine runs W ranks); rank 0 writes.
+    let runner = match transport {
+        Some(transport) => runner.with_transport(transport),
+        None => runner,
+    };
+    let writes = runner.transport().map_or(true, |t| t.rank() == 0);
     if !args.quiet && !runner.engine_reason().is_empty() {
         eprintln!("{}", runner.engine_reason());
     }
@@ -272,6 +308,9 @@ fn run_with(args: RunArgs, pregel: PregelOptions, cancel: &CancelToken) -> anyho
         Some(path) => OutputTarget::File(path.clone()),
         None => OutputTarget::Stdout,
     };
+    if !writes {
+        return Ok(());
+    }
     write_result(runner.store(), &result, &target, format)?;
     if !args.quiet {
         eprintln!(

@@ -13,8 +13,14 @@
 //!   a between w and x (w → x and x → w: 1 or 2) and sends `a` to every common neighbour
 //!   c ∈ N(w) ∩ N(x): the pairs (w, x) and (x, w) of c's neighbours hold a arcs;
 //! * superstep 3: each vertex sums what it received and divides by d(d − 1).
+//!
+//! On engines that run neighborhood queries (nwsm) the same count is a two-level query
+//! ([`LccQuery`], TurboGraph++ Figure 19 extended): every triangle u < v < w is found once, and
+//! each corner gathers the arcs between the two others (1 or 2, read from the direction bits of
+//! the list entries), so the numerator is the same integer and the quotient the same float.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::nwsm::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{GraphInfo, PregelContext, PregelProgram};
@@ -104,7 +110,63 @@ impl PregelProgram for Lcc {
     }
 }
 
+/// LCC as a neighborhood query: triangles as in `tc.rs`, each corner gathering the arcs that
+/// join the other two.
+struct LccQuery;
+
+impl NeighborhoodQuery for LccQuery {
+    type Value = u64;
+    type Output = f64;
+
+    fn levels(&self) -> usize {
+        2
+    }
+    fn adj_scatter(
+        &self,
+        level: usize,
+        view: &dyn NeighborhoodView,
+        out: &mut dyn Emitter<u64>,
+        u: VertexId,
+        adj: &[Nbr],
+    ) {
+        if level == 1 {
+            adj.iter().filter(|v| u < v.id()).for_each(|v| out.mark(2, v.id()));
+            return;
+        }
+        let v = u;
+        let mut closed_at_v = 0;
+        for parent in view.parent_list(1, v).iter().filter(|p| p.id() < v) {
+            let u = parent.id();
+            let mut closed_at_u = 0;
+            for (w_of_u, w_of_v) in view.common_neighbors_after(u, v, v) {
+                out.update(w_of_u.id(), parent.arcs());
+                closed_at_u += w_of_v.arcs();
+                closed_at_v += w_of_u.arcs();
+            }
+            if closed_at_u > 0 {
+                out.update(u, closed_at_u);
+            }
+        }
+        if closed_at_v > 0 {
+            out.update(v, closed_at_v);
+        }
+    }
+    fn vertex_gather(&self, gathered: u64, update: u64) -> u64 {
+        gathered + update
+    }
+    fn vertex_apply(&self, _: VertexId, d: u64, closed: u64) -> f64 {
+        if d <= 1 {
+            0.0
+        } else {
+            closed as f64 / (d as f64 * (d as f64 - 1.0))
+        }
+    }
+}
+
 pub fn run(runner: &Runner, _config: &Config) -> Result<LccOutput> {
+    if runner.prefers_neighborhood_queries() {
+        return Ok(LccOutput { lcc: runner.run_neighborhood_query(&LccQuery)?.values });
+    }
     Ok(LccOutput { lcc: runner.run_pregel(&Lcc)? })
 }
 

@@ -73,6 +73,7 @@ pub mod mssp;
 pub mod pagerank;
 pub mod pagerank_delta;
 pub mod sssp;
+pub mod tc;
 pub mod wcc;
 
 use crate::engine::Runner;
@@ -90,6 +91,7 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("diameter", "approximate diameter (lower bound) by --sweeps BFS sweeps from a random then the farthest vertices"),
     ("bc", "betweenness centrality (Brandes) from --sources or --num-sources K sampled with --seed; exact when K >= |V|"),
     ("msbfs", "multi-source BFS from --sources or --num-sources sampled ones, 64 at once: per-vertex reach count and distance sum"),
+    ("tc", "triangle count: total and per vertex, directions ignored (TurboGraph++ Figure 19; engines inmem, nwsm)"),
     ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
     ("heat", "heat simulation: steady temperature from --sources (or --num-sources) with conduction --damping (0.5)"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
@@ -134,6 +136,7 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             cdlp::run(runner, &cdlp::Config { iterations })?.into()
         }
         "lcc" => lcc::run(runner, &lcc::Config)?.into(),
+        "tc" => tc::run(runner, &tc::Config)?.into(),
         "diameter" => {
             let defaults = diameter::Config::default();
             let first_source = if params.source.is_some() { Some(source()?) } else { None };

@@ -245,6 +245,31 @@ impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
     }
 }
 
+/// Runs a neighborhood query on the whole graph in memory (`nwsm::query::run_in_memory`, the
+/// oracle of the nwsm engine): both layouts plus the full lists (4 bytes per arc) and an output
+/// and a gathered value per vertex.
+pub fn run_neighborhood_query<Q: super::nwsm::NeighborhoodQuery>(
+    runner: &Runner,
+    query: &Q,
+) -> Result<super::nwsm::QueryResult<Q::Output>> {
+    let store = runner.store();
+    super::nwsm::query::check_vertex_count(store)?;
+    let per_vertex = (std::mem::size_of::<Q::Output>() + 8 + 24) as u64;
+    check_budget(runner, needed_bytes(store, true, per_vertex, 4))?;
+    let out = store.csr(crate::store::Direction::Out)?.load()?;
+    let inn = if store.is_directed() { Some(store.csr(crate::store::Direction::In)?.load()?) } else { None };
+    let started = Instant::now();
+    let result = super::nwsm::query::run_in_memory(&out, inn.as_ref(), query)?;
+    runner.record_iteration(IterationStats {
+        iteration: 0,
+        active_vertices: store.num_vertices(),
+        edges_processed: store.num_arcs(),
+        seconds: started.elapsed().as_secs_f64(),
+        ..IterationStats::default()
+    });
+    Ok(result)
+}
+
 /// Runs a Pregel program to completion; values in dense-id order.
 pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
     let in_edges = program.needs_in_edges();

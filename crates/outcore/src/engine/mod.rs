@@ -7,8 +7,9 @@
 
 pub mod cache;
 pub mod inmem;
-pub mod shards;
+pub mod nwsm;
 pub mod pregel;
+pub mod shards;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
@@ -38,10 +39,12 @@ pub enum EngineKind {
     Shards,
     /// Distributed out-of-core Pregel over W ranks (GraphD; `mpirun -n W`).
     Pregel,
+    /// Nested windowed streaming for neighborhood queries (TurboGraph++): tc, lcc.
+    Nwsm,
 }
 
 impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "shards", "pregel"];
+    pub const NAMES: &'static [&'static str] = &["auto", "inmem", "stream", "cache", "shards", "pregel", "nwsm"];
 
     pub fn parse(name: &str) -> Result<EngineKind> {
         match name {
@@ -51,6 +54,7 @@ impl EngineKind {
             "cache" => Ok(EngineKind::Cache),
             "shards" => Ok(EngineKind::Shards),
             "pregel" => Ok(EngineKind::Pregel),
+            "nwsm" => Ok(EngineKind::Nwsm),
             other => Err(Error::invalid(format!("unknown engine '{other}' (available: {})", Self::NAMES.join(", ")))),
         }
     }
@@ -63,6 +67,7 @@ impl EngineKind {
             EngineKind::Cache => "cache",
             EngineKind::Shards => "shards",
             EngineKind::Pregel => "pregel",
+            EngineKind::Nwsm => "nwsm",
         }
     }
 }
@@ -80,6 +85,8 @@ pub struct RunOptions {
     pub shards: shards::ShardsOptions,
     /// Options of the pregel engine (message file size, recoded mode, the ranks' transport).
     pub pregel: pregel::PregelOptions,
+    /// Options of the nwsm engine (page size, ranks).
+    pub nwsm: nwsm::NwsmOptions,
 }
 
 impl Default for RunOptions {
@@ -91,6 +98,7 @@ impl Default for RunOptions {
             cache: cache::CacheOptions::default(),
             shards: shards::ShardsOptions::default(),
             pregel: pregel::PregelOptions::default(),
+            nwsm: nwsm::NwsmOptions::default(),
         }
     }
 }
@@ -143,6 +151,9 @@ pub struct Runner {
     /// The cache engine's files and caches, created on first use and kept across the program
     /// runs of one algorithm.
     cache_engine: Mutex<Option<cache::CacheEngine>>,
+    /// The ranks of a distributed run this process belongs to (e.g. under `mpirun`); `None`:
+    /// a single process (multi-rank engines then run their ranks in-process).
+    transport: Option<Arc<dyn crate::transport::Transport>>,
 }
 
 impl Runner {
@@ -170,7 +181,18 @@ impl Runner {
             io_at_start: counters.snapshot(),
             stats: Mutex::new(stats),
             cache_engine: Mutex::new(None),
+            transport: None,
         }
+    }
+
+    /// Makes this process one rank of a distributed run (the nwsm engine then runs this rank).
+    pub fn with_transport(mut self, transport: Arc<dyn crate::transport::Transport>) -> Runner {
+        self.transport = Some(transport);
+        self
+    }
+
+    pub fn transport(&self) -> Option<&Arc<dyn crate::transport::Transport>> {
+        self.transport.as_ref()
     }
 
     pub fn with_progress(mut self, progress: Arc<dyn Progress>) -> Runner {
@@ -272,6 +294,7 @@ impl Runner {
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
             EngineKind::Shards => shards::run_vertex_program(self, program),
+            EngineKind::Nwsm => Err(not_available(self.engine, "vertex programs")),
             EngineKind::Pregel => Err(not_available(
                 self.engine,
                 "this algorithm (its values or messages have no Wire encoding to travel between ranks)",
@@ -321,6 +344,25 @@ impl Runner {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
             other => Err(not_available(other, "Pregel programs")),
         }
+    }
+
+    /// Runs a k-walk neighborhood query (TurboGraph++, [`nwsm::NeighborhoodQuery`]): with nested
+    /// windowed streaming on nwsm, on the whole graph in memory on inmem.
+    pub fn run_neighborhood_query<Q: nwsm::NeighborhoodQuery>(
+        &self,
+        query: &Q,
+    ) -> Result<nwsm::QueryResult<Q::Output>> {
+        match self.engine {
+            EngineKind::Nwsm => nwsm::run_query(self, query),
+            EngineKind::InMemory | EngineKind::Auto => inmem::run_neighborhood_query(self, query),
+            other => Err(not_available(other, "neighborhood queries")),
+        }
+    }
+
+    /// True when the engine runs neighborhood queries rather than Pregel programs, so that
+    /// algorithms with both forms (lcc) choose the query.
+    pub fn prefers_neighborhood_queries(&self) -> bool {
+        self.engine == EngineKind::Nwsm
     }
 
     /// The cache engine's state (see [`cache`]).

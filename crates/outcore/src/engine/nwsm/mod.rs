@@ -1,0 +1,820 @@
+//! The nwsm engine (`--engine nwsm`): TurboGraph++'s nested windowed streaming for k-walk
+//! neighborhood queries — triangle counting, clustering coefficient — in a fixed memory budget
+//! (Ko and Han, "TurboGraph++: A Scalable and Fast Graph Analytics System", SIGMOD '18;
+//! DESIGN.md "nwsm").
+//!
+//! **Model** (§2.2, Figure 4). A query (`query.rs`, Figure 6) enumerates walks level by level.
+//! Level 1 streams each rank's vertices in *vertex windows* (its `q` BBP ranges) and, inside
+//! each, *adjacency windows*: as many consecutive full lists as the level-1 window budget holds,
+//! materialised by page-ordered reads (`window.rs`). `adj_scatter(1)` marks the vertices of
+//! interest of level 2 in a bitmap (`voi²`, one bit per vertex); level 2 then streams the marked
+//! vertices range by range in windows of their own — loaded in two sequential passes, the mark
+//! pass and the backward traversal over the pages that hold marked vertices, never by
+//! per-vertex random reads — and `adj_scatter(2)` reaches back to the level-1 parents of each
+//! (the neighbours inside the level-1 window) and intersects lists. When level 2 reaches its
+//! end the level-1 window slides; the query ends when level 1 does.
+//!
+//! **Storage** (§3, Appendix A.3). The store's BBP layout (`partition.rs`): vertices dealt
+//! round-robin by degree to `p` ranks and renumbered, edges in `q × pq` chunks of slotted pages
+//! (`pages.rs`) behind a buffer manager (array page table, clock, pinning, resident pages first).
+//! `q` is the smallest value Theorem 4.1 allows for the budget; a layout with a smaller `q`
+//! is replaced automatically by a finer one (Algorithm 1, lines 1–3).
+//!
+//! **Gather** (§4.1, `gather.rs`). Updates go to a local gather buffer per scatter task, are
+//! combined there and handed to the owner rank's global gather buffer, which keeps its first
+//! range in memory and spills the others to disk partitions, gathered range by range before
+//! apply with double buffering (Algorithms 2–4).
+//!
+//! **Ranks** (§4.1). `NwsmOptions::ranks = p` runs p ranks over a `bbp-p-q` layout through the
+//! [`Transport`] trait (issue 7): here [`InProcessTransport`], one thread per rank. Each rank
+//! streams its own level-1 windows with its own buffer manager (budget / p); pages of other
+//! ranks' vertices needed by level 2 are requested from their owner, whose page server thread
+//! reads them from its page file and sends them back in batches (remote disk read + network
+//! transfer); combined updates for other ranks' vertices are sent to the owner's global gather
+//! task. Each rank tells every other when its scatter is done, then gathers, applies and joins
+//! an all-reduce of the aggregate.
+//!
+//! **Overlap** (3-LPO, §4.1): level-2 computation runs on all rayon threads; page serving and
+//! the global gather run on their own threads beside the scatter; spilled ranges are gathered
+//! by a loader thread while apply runs. Reads of a rank's own adjacency windows are not yet
+//! overlapped with its computation. Each run reports the time each resource was busy (disk
+//! reads, scatter computation, network, gathering and spilling, apply).
+//!
+//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole;
+//! per rank, 1/8 of the rest is page frames, then Theorem 4.1 gives q; the global gather buffer
+//! (two ranges, for double buffering), the local gather buffers (2·|VA|/(pq) per level), the
+//! vertex-of-interest bitmap and the spill write buffers come next; what remains is the
+//! adjacency windows, 40 % for level 1 and 60 % for level 2 (§4.2 gives most memory to the
+//! windows; level 2 here holds the lists of marked vertices, so it gets the larger share).
+
+pub mod gather;
+pub mod pages;
+pub mod partition;
+pub mod query;
+pub mod window;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use serde_json::json;
+
+pub use partition::{BbpLayout, DEFAULT_PAGE_SIZE};
+pub use query::{
+    AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
+};
+
+use self::gather::{
+    decode_updates, encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES,
+};
+use self::pages::{read_record, slots, BufferManager, BufferStats};
+use self::window::{materialize, take_window, AdjWindow, PageIndex, PageSource};
+use super::stream::IndexedBitmap;
+use super::{IterationStats, Runner};
+use crate::error::{Error, Result};
+use crate::runtime::{format_size, ProgressBar, ProgressUnit};
+use crate::store::files::{u32s_from_le_bytes, u64s_from_le_bytes};
+use crate::store::{Store, StoreFile};
+use crate::transport::{InProcessTransport, ReduceOp, Tag, Transport};
+use crate::VertexId;
+
+/// Options of the nwsm engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NwsmOptions {
+    /// Bytes per slotted page (`--page-size`, default 64 KiB as in the paper).
+    pub page_size: u64,
+    /// Ranks p (in-process, one thread each).
+    pub ranks: usize,
+}
+
+impl Default for NwsmOptions {
+    fn default() -> Self {
+        NwsmOptions { page_size: DEFAULT_PAGE_SIZE, ranks: 1 }
+    }
+}
+
+/// How one rank's share of the budget is spent.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct MemoryPlan {
+    pub q: usize,
+    pub frames: usize,
+    pub window1_bytes: u64,
+    pub window2_bytes: u64,
+    pub local_gather_records: usize,
+    pub global_gather_bytes: u64,
+    pub spill_buffer_bytes: u64,
+}
+
+/// The plan for `n` vertices, `p` ranks and a `k`-level query.
+pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
+    let resident = n * partition::RESIDENT_BYTES_PER_VERTEX;
+    let per_rank = budget.saturating_sub(resident) / p as u64;
+    let frames_bytes = (per_rank / 8).max(4 * page_size);
+    let room = per_rank.saturating_sub(frames_bytes);
+    let q = partition::q_min(n, p, k, page_size, room)?.max(q_at_least);
+    let range = n.div_ceil((p * q) as u64) + 1;
+    let global_gather_bytes = 2 * range * partition::ATTRIBUTE_BYTES;
+    let local_gather_bytes = k as u64 * 2 * range * partition::ATTRIBUTE_BYTES;
+    let voi_bytes = n.div_ceil(8) + n.div_ceil(4096) / 8;
+    let spill_buffer_bytes = (room / 16 / q as u64).clamp(4 << 10, SPILL_BUFFER_BYTES as u64);
+    let spill_bytes = (q as u64 - 1) * spill_buffer_bytes;
+    let windows = room.checked_sub(global_gather_bytes + local_gather_bytes + voi_bytes + spill_bytes).unwrap_or(0);
+    if windows < 4 * page_size {
+        return Err(Error::MemoryBudget(format!(
+            "the nwsm engine has {} left for adjacency windows out of {} (|V| = {n}, p = {p}, q = {q}); \
+             give it more memory",
+            format_size(windows),
+            format_size(budget)
+        )));
+    }
+    Ok(MemoryPlan {
+        q,
+        frames: (frames_bytes / page_size) as usize,
+        window1_bytes: windows * 2 / 5,
+        window2_bytes: windows * 3 / 5,
+        local_gather_records: (local_gather_bytes / k as u64 / 12) as usize,
+        global_gather_bytes,
+        spill_buffer_bytes,
+    })
+}
+
+/// Figures of one rank's scatter phase.
+#[derive(Debug, Clone, Copy, Default)]
+struct RankStats {
+    level1_windows: u64,
+    level2_windows: u64,
+    marked: u64,
+    adjacency_entries_loaded: u64,
+    remote_pages: u64,
+    pages_served: u64,
+    network_bytes: u64,
+    network_time: Duration,
+    aggregate: u64,
+    scatter_time: Duration,
+    buffers: BufferStats,
+}
+
+impl RankStats {
+    fn add(&mut self, o: &RankStats) {
+        self.level1_windows += o.level1_windows;
+        self.level2_windows += o.level2_windows;
+        self.marked += o.marked;
+        self.adjacency_entries_loaded += o.adjacency_entries_loaded;
+        self.remote_pages += o.remote_pages;
+        self.pages_served += o.pages_served;
+        self.network_bytes += o.network_bytes;
+        self.network_time += o.network_time;
+        self.scatter_time += o.scatter_time;
+        self.buffers.hits += o.buffers.hits;
+        self.buffers.misses += o.buffers.misses;
+        self.buffers.evictions += o.buffers.evictions;
+        self.buffers.bytes_read += o.buffers.bytes_read;
+        self.buffers.read_time += o.buffers.read_time;
+    }
+}
+
+/// Message tags of the nwsm engine: page requests (an empty one: "this rank is done"), page
+/// replies, and update batches for the owner's global gather buffer (empty: "done").
+const TAG_PAGE_REQUEST: Tag = 8100;
+const TAG_PAGE_REPLY: Tag = 8101;
+const TAG_UPDATES: Tag = 8102;
+
+/// What every rank of a run reads.
+struct RunContext<'a, Q: NeighborhoodQuery> {
+    runner: &'a Runner,
+    store: &'a Store,
+    query: &'a Q,
+    layout: &'a BbpLayout,
+    plan: MemoryPlan,
+    degree: Vec<u32>,
+    indexes: Vec<PageIndex>,
+    spill_dir: PathBuf,
+    bar: &'a dyn ProgressBar,
+}
+
+/// What one rank hands back: its vertices' outputs (store id, output bits) and figures.
+struct RankOutput {
+    values: Vec<(u32, u64)>,
+    stats: RankStats,
+    gather: GatherStats,
+    aggregate: u64,
+    apply_time: Duration,
+}
+
+/// Runs a neighborhood query with nested windowed streaming; outputs in store-id order.
+pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<QueryResult<Q::Output>> {
+    let started = Instant::now();
+    // A fresh view of the manifest: layouts built by earlier runs on this store are listed.
+    let fresh = Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
+    let store = &fresh;
+    let options = &runner.options().nwsm;
+    let k = query.levels();
+    if !(1..=2).contains(&k) {
+        return Err(Error::invalid(format!("the nwsm engine runs queries of 1 or 2 levels, not {k}")));
+    }
+    if query.mode() == AdjacencyMode::Partial && k != 1 {
+        return Err(Error::invalid("partial adjacency lists serve one-level queries only"));
+    }
+    query::check_vertex_count(store)?;
+    let n = store.num_vertices();
+    if n == 0 {
+        return Ok(QueryResult { values: Vec::new(), aggregate: 0 });
+    }
+    let transport = runner.transport();
+    let p = transport.map_or(options.ranks.max(1), |t| t.ranks());
+    let budget = runner.options().memory;
+    let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
+    let wanted = plan_memory(n, p, k, options.page_size, budget.bytes(), 1)?;
+    let io_before = runner.io_snapshot();
+    let ensure = || {
+        let (progress, cancel) = (runner.progress(), runner.cancel_token());
+        partition::ensure_layout(store, p, wanted.q, options.page_size, budget, progress, cancel)
+    };
+    let layout = match transport {
+        None => ensure()?,
+        // Under a distributed run rank 0 partitions the shared store; the others wait for it.
+        Some(t) => {
+            let built = if t.rank() == 0 { Some(ensure()) } else { None };
+            let failed = built.as_ref().is_some_and(|b| b.is_err()) as u64;
+            if t.all_reduce_u64(failed, ReduceOp::Max)? != 0 {
+                let remote = Error::Remote { rank: Some(0), message: "rank 0 could not partition the store".into() };
+                return Err(built.map_or(remote, |b| b.unwrap_err()));
+            }
+            match built {
+                Some(layout) => layout?,
+                None => {
+                    let reopened = Store::open(store.dir())?;
+                    BbpLayout::find(&reopened, p, wanted.q, options.page_size)
+                        .ok_or_else(|| Error::store(store.dir(), "rank 0 built no BBP layout"))?
+                }
+            }
+        }
+    };
+    let partition_seconds = started.elapsed().as_secs_f64();
+    let repartitioned = existing_q.is_some_and(|q| q != layout.q);
+    let plan = plan_memory(n, p, k, options.page_size, budget.bytes(), layout.q)?;
+    let partition_io = runner.io_snapshot().since(&io_before);
+
+    let dir = &layout.name;
+    let mut indexes = Vec::with_capacity(p);
+    for r in 0..p {
+        let sources = u32s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/page-sources"))?.read_all()?);
+        indexes.push(PageIndex {
+            page_sources: sources.chunks_exact(2).map(|s| (s[0], s[1])).collect(),
+            chunks: u64s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/chunks"))?.read_all()?),
+            chunk_pages: u32s_from_le_bytes(&store.file(&format!("{dir}/rank-{r}/chunk-pages"))?.read_all()?),
+        });
+    }
+    let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
+    let context = RunContext {
+        runner,
+        store,
+        query,
+        layout: &layout,
+        plan,
+        degree: u32s_from_le_bytes(&store.file(&format!("{dir}/degree"))?.read_all()?),
+        indexes,
+        spill_dir: store.temp_dir()?,
+        bar: &*bar,
+    };
+    let scatter_started = Instant::now();
+    let outputs = match transport {
+        None => InProcessTransport::run(p, |transport| run_rank(&context, transport))?,
+        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, t.as_ref())?],
+    };
+    bar.finish();
+    let run_seconds = scatter_started.elapsed().as_secs_f64();
+
+    let mut values = vec![Q::Output::default(); n as usize];
+    let (mut stats, mut gather, mut apply_time) = (RankStats::default(), GatherStats::default(), Duration::ZERO);
+    let aggregate = outputs.first().map_or(0, |o| o.aggregate);
+    for out in outputs {
+        for (old, bits) in out.values {
+            values[old as usize] = Q::Output::from_bits(bits);
+        }
+        stats.add(&out.stats);
+        gather.updates_sent += out.gather.updates_sent;
+        gather.updates_to_other_ranks += out.gather.updates_to_other_ranks;
+        gather.updates_gathered_in_memory += out.gather.updates_gathered_in_memory;
+        gather.updates_spilled += out.gather.updates_spilled;
+        gather.spill_bytes_written += out.gather.spill_bytes_written;
+        gather.spill_bytes_read += out.gather.spill_bytes_read;
+        gather.gather_time += out.gather.gather_time;
+        apply_time += out.apply_time;
+    }
+
+    let mut extra = serde_json::Map::new();
+    let mut put = |key: &str, value: serde_json::Value| {
+        extra.insert(key.to_string(), value.clone());
+        runner.record_extra(&format!("nwsm_{key}"), value);
+    };
+    put("layout", layout.name.clone().into());
+    put("ranks", p.into());
+    put("q", layout.q.into());
+    put("page_size", layout.page_size.into());
+    put("repartitioned", repartitioned.into());
+    put("partition_seconds", json!(partition_seconds));
+    put("partition_bytes_read", partition_io.bytes_read.into());
+    put("partition_bytes_written", partition_io.bytes_written.into());
+    put("memory_plan", serde_json::to_value(plan).unwrap());
+    put("sum_degree_squared", layout.sum_degree_squared.into());
+    put("level1_window_slides", stats.level1_windows.into());
+    put("level2_window_slides", stats.level2_windows.into());
+    put("window_slides", (stats.level1_windows + stats.level2_windows).into());
+    put("vertices_of_interest_marked", stats.marked.into());
+    put("adjacency_entries_loaded", stats.adjacency_entries_loaded.into());
+    put("page_hits", stats.buffers.hits.into());
+    put("page_misses", stats.buffers.misses.into());
+    put("page_evictions", stats.buffers.evictions.into());
+    put("page_bytes_read", stats.buffers.bytes_read.into());
+    put("remote_pages", stats.remote_pages.into());
+    put("pages_served", stats.pages_served.into());
+    put("network_bytes_sent", stats.network_bytes.into());
+    put("updates_sent", gather.updates_sent.into());
+    put("updates_to_other_ranks", gather.updates_to_other_ranks.into());
+    put("updates_gathered_in_memory", gather.updates_gathered_in_memory.into());
+    put("updates_spilled", gather.updates_spilled.into());
+    put("spill_bytes_written", gather.spill_bytes_written.into());
+    put("spill_bytes_read", gather.spill_bytes_read.into());
+    put("busy_disk_read_seconds", json!(stats.buffers.read_time.as_secs_f64()));
+    put("busy_compute_seconds", json!(stats.scatter_time.as_secs_f64()));
+    put("busy_network_seconds", json!(stats.network_time.as_secs_f64()));
+    put("busy_gather_seconds", json!(gather.gather_time.as_secs_f64()));
+    put("busy_apply_seconds", json!(apply_time.as_secs_f64()));
+    put("scatter_gather_apply_seconds", json!(run_seconds));
+    put("aggregate", aggregate.into());
+    let io = runner.io_snapshot().since(&io_before);
+    runner.record_iteration(IterationStats {
+        iteration: 0,
+        active_vertices: n,
+        edges_processed: stats.adjacency_entries_loaded,
+        bytes_read: io.bytes_read,
+        bytes_written: io.bytes_written,
+        seconds: started.elapsed().as_secs_f64(),
+        extra,
+    });
+    Ok(QueryResult { values, aggregate })
+}
+
+/// Byte and time counters of a rank's transport use, shared by its threads.
+#[derive(Default)]
+struct NetworkCounters {
+    bytes: AtomicU64,
+    nanos: AtomicU64,
+    updates_to_other_ranks: AtomicU64,
+}
+
+impl NetworkCounters {
+    fn record(&self, bytes: usize, since: Instant) {
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.nanos.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Hands combined updates to this rank's global gather buffer or sends them to their owner.
+struct RankSink<'a, Q: NeighborhoodQuery> {
+    rank: usize,
+    transport: &'a dyn Transport,
+    global: &'a Mutex<GlobalGather<Q::Value>>,
+    query: &'a Q,
+    network: &'a NetworkCounters,
+}
+
+impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
+    fn deliver(&self, rank: usize, batch: &[(u32, Q::Value)]) -> Result<()> {
+        if rank == self.rank {
+            let mut global = self.global.lock().unwrap();
+            global.stats.updates_sent += batch.len() as u64;
+            return global.gather(self.query, batch);
+        }
+        let t = Instant::now();
+        let bytes = encode_updates(batch);
+        let len = bytes.len();
+        self.transport.send(rank, TAG_UPDATES, bytes)?;
+        self.network.updates_to_other_ranks.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        self.network.record(len, t);
+        Ok(())
+    }
+}
+
+/// One rank: a page server and an update receiver beside the scatter of its own windows, then
+/// gather of the spilled ranges and apply over its vertices.
+fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Transport) -> Result<RankOutput> {
+    let (rank, p, layout, query) = (transport.rank(), transport.ranks(), ctx.layout, ctx.query);
+    if p != layout.p {
+        return Err(Error::invalid(format!("{} has {} ranks but the job has {p}", layout.name, layout.p)));
+    }
+    let local = ctx.store.file(&format!("{}/rank-{rank}/pages", layout.name))?;
+    let bounds = layout.chunk_bounds[rank * layout.q..=(rank + 1) * layout.q].to_vec();
+    let global = Mutex::new(GlobalGather::new(
+        bounds,
+        ctx.spill_dir.clone(),
+        &format!("rank-{rank}"),
+        ctx.store.counters().clone(),
+        ctx.plan.spill_buffer_bytes as usize,
+    ));
+    let network = NetworkCounters::default();
+    let sink = RankSink { rank, transport, global: &global, query, network: &network };
+    let (scattered, served) = std::thread::scope(|scope| {
+        let server = scope.spawn(|| serve_pages(transport, &local, layout.page_size, p, &network));
+        let receiver = scope.spawn(|| receive_updates(transport, &global, query, p));
+        let scattered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            scatter_rank(ctx, rank, transport, &local, &sink, &network)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::Remote { rank: Some(rank), message: "the scatter of this rank panicked".into() })
+        });
+        // Every rank hears "done" from this one, even after a failure, so that services end.
+        let mut ended = Ok(());
+        for to in 0..p {
+            ended = ended.and(transport.send(to, TAG_PAGE_REQUEST, Vec::new()));
+            ended = ended.and(transport.send(to, TAG_UPDATES, Vec::new()));
+        }
+        let served = server.join().expect("the page server does not panic");
+        let received = receiver.join().expect("the update receiver does not panic");
+        (scattered.and_then(|s| ended.and(received).map(|_| s)), served)
+    });
+    let mut stats = scattered?;
+    stats.pages_served = served?;
+    stats.network_bytes = network.bytes.load(Ordering::Relaxed);
+    stats.network_time = Duration::from_nanos(network.nanos.load(Ordering::Relaxed));
+
+    // Gather the spilled ranges and apply (Algorithms 3 and 4).
+    let old_of_new = ctx.store.file(&format!("{}/old-of-new", layout.name))?;
+    let mut values = Vec::new();
+    let mut apply_time = Duration::ZERO;
+    let global = global.into_inner().unwrap();
+    let mut gather = global.apply_ranges(query, |first, gathered| {
+        let t = Instant::now();
+        let mut bytes = vec![0u8; gathered.len() * 4];
+        old_of_new.read_exact_at(&mut bytes, first * 4)?;
+        for (k, old) in u32s_from_le_bytes(&bytes).into_iter().enumerate() {
+            let degree = ctx.degree[first as usize + k] as u64;
+            values.push((old, query.vertex_apply(old as VertexId, degree, gathered[k]).to_bits()));
+        }
+        apply_time += t.elapsed();
+        ctx.runner.cancel_token().check()
+    })?;
+    gather.updates_to_other_ranks = network.updates_to_other_ranks.load(Ordering::Relaxed);
+    let aggregate = transport.all_reduce_u64(stats.aggregate, ReduceOp::Sum)?;
+    Ok(RankOutput { values, stats, gather, aggregate, apply_time })
+}
+
+/// Under a distributed run: every rank gets all ranks' outputs and the sums of their figures.
+fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput> {
+    let bytes: Vec<u8> =
+        out.values.iter().flat_map(|&(v, bits)| v.to_le_bytes().into_iter().chain(bits.to_le_bytes())).collect();
+    out.values = t
+        .all_gather(bytes)?
+        .iter()
+        .flat_map(|part| {
+            part.chunks_exact(12)
+                .map(|r| {
+                    (u32::from_le_bytes(r[..4].try_into().unwrap()), u64::from_le_bytes(r[4..].try_into().unwrap()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (s, g) = (&mut out.stats, &mut out.gather);
+    let nanos = |d: Duration| d.as_nanos() as u64;
+    let summed = t.all_reduce_u64s(
+        &[
+            s.level1_windows,
+            s.level2_windows,
+            s.marked,
+            s.adjacency_entries_loaded,
+            s.remote_pages,
+            s.pages_served,
+            s.network_bytes,
+            s.buffers.hits,
+            s.buffers.misses,
+            s.buffers.evictions,
+            s.buffers.bytes_read,
+            g.updates_sent,
+            g.updates_to_other_ranks,
+            g.updates_gathered_in_memory,
+            g.updates_spilled,
+            g.spill_bytes_written,
+            g.spill_bytes_read,
+            nanos(s.network_time),
+            nanos(s.scatter_time),
+            nanos(s.buffers.read_time),
+            nanos(g.gather_time),
+            nanos(out.apply_time),
+        ],
+        ReduceOp::Sum,
+    )?;
+    [
+        &mut s.level1_windows,
+        &mut s.level2_windows,
+        &mut s.marked,
+        &mut s.adjacency_entries_loaded,
+        &mut s.remote_pages,
+        &mut s.pages_served,
+        &mut s.network_bytes,
+        &mut s.buffers.hits,
+        &mut s.buffers.misses,
+        &mut s.buffers.evictions,
+        &mut s.buffers.bytes_read,
+        &mut g.updates_sent,
+        &mut g.updates_to_other_ranks,
+        &mut g.updates_gathered_in_memory,
+        &mut g.updates_spilled,
+        &mut g.spill_bytes_written,
+        &mut g.spill_bytes_read,
+    ]
+    .into_iter()
+    .zip(&summed)
+    .for_each(|(field, &sum)| *field = sum);
+    s.network_time = Duration::from_nanos(summed[17]);
+    s.scatter_time = Duration::from_nanos(summed[18]);
+    s.buffers.read_time = Duration::from_nanos(summed[19]);
+    g.gather_time = Duration::from_nanos(summed[20]);
+    out.apply_time = Duration::from_nanos(summed[21]);
+    Ok(out)
+}
+
+/// Answers other ranks' page requests from this rank's page file until every rank is done.
+fn serve_pages(
+    transport: &dyn Transport,
+    local: &StoreFile,
+    page_size: u64,
+    ranks: usize,
+    network: &NetworkCounters,
+) -> Result<u64> {
+    let (mut done, mut served) = (0, 0u64);
+    while done < ranks {
+        let request = transport.recv(TAG_PAGE_REQUEST)?;
+        if request.payload.is_empty() {
+            done += 1;
+            continue;
+        }
+        let pages = u32s_from_le_bytes(&request.payload);
+        let mut bytes = vec![0u8; pages.len() * page_size as usize];
+        for (k, &page) in pages.iter().enumerate() {
+            let frame = &mut bytes[k * page_size as usize..(k + 1) * page_size as usize];
+            local.read_exact_at(frame, page as u64 * page_size)?;
+        }
+        served += pages.len() as u64;
+        let t = Instant::now();
+        let len = bytes.len();
+        transport.send(request.from, TAG_PAGE_REPLY, bytes)?;
+        network.record(len, t);
+    }
+    Ok(served)
+}
+
+/// The global gather task (Algorithm 2): updates from other ranks into this rank's buffer.
+fn receive_updates<Q: NeighborhoodQuery>(
+    transport: &dyn Transport,
+    global: &Mutex<GlobalGather<Q::Value>>,
+    query: &Q,
+    ranks: usize,
+) -> Result<()> {
+    let mut done = 0;
+    while done < ranks {
+        let message = transport.recv(TAG_UPDATES)?;
+        if message.payload.is_empty() {
+            done += 1;
+            continue;
+        }
+        let batch = decode_updates::<Q::Value>(&message.payload);
+        let mut global = global.lock().unwrap();
+        global.stats.updates_sent += batch.len() as u64;
+        global.gather(query, &batch)?;
+    }
+    Ok(())
+}
+
+/// One rank's scatter phase: its level-1 windows and, nested in each, the level-2 windows.
+fn scatter_rank<Q: NeighborhoodQuery>(
+    ctx: &RunContext<'_, Q>,
+    rank: usize,
+    transport: &dyn Transport,
+    local: &StoreFile,
+    sink: &RankSink<'_, Q>,
+    network: &NetworkCounters,
+) -> Result<RankStats> {
+    let RunContext { runner, query, layout, plan, degree, indexes, bar, .. } = ctx;
+    let query = *query;
+    let n = degree.len();
+    let q = layout.q;
+    let mut stats = RankStats::default();
+    let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank);
+    let fetch = |owner: usize, pages: &[u32]| -> Result<Vec<u8>> {
+        let t = Instant::now();
+        let request: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
+        let len = request.len();
+        transport.send(owner, TAG_PAGE_REQUEST, request)?;
+        let reply = transport.recv(TAG_PAGE_REPLY)?;
+        network.record(len, t);
+        Ok(reply.payload)
+    };
+    let source = PageSource { rank, local, fetch: &fetch, batch_pages: (plan.frames / 2).max(1) };
+    let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
+    let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
+    let threads = rayon::current_num_threads().max(1);
+    for i in 0..q {
+        let g = rank * q + i;
+        let range = layout.chunk_range(g);
+        if query.mode() == AdjacencyMode::Partial {
+            scatter_partial(ctx, rank, i, local, &mut buffers, &mut lgb, &mut stats)?;
+            bar.inc(range.end - range.start);
+            continue;
+        }
+        let mut candidates = range.clone().filter(|&v| degree[v as usize] > 0);
+        let mut pending = None;
+        loop {
+            runner.cancel_token().check()?;
+            let ids = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
+            if ids.is_empty() {
+                break;
+            }
+            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, ids)?;
+            stats.level1_windows += 1;
+            stats.adjacency_entries_loaded += w1.entries() as u64;
+            let t = Instant::now();
+            let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: voi.as_mut(), aggregate: 0, error: None };
+            let view = WindowView { w1: &w1, w2: None };
+            for (k, &u) in w1.ids.iter().enumerate() {
+                query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
+            }
+            stats.aggregate += emitter.aggregate;
+            if let Some(e) = emitter.error.take() {
+                return Err(e);
+            }
+            stats.scatter_time += t.elapsed();
+            if let Some(voi) = voi.as_mut() {
+                stats.marked += voi.count_ones();
+                for g2 in 0..layout.p * q {
+                    let range2 = layout.chunk_range(g2);
+                    let mut cursor = range2.start as usize;
+                    let end = range2.end as usize;
+                    let mut marked = std::iter::from_fn(|| {
+                        let v = voi.next_one(cursor).filter(|&v| v < end)?;
+                        cursor = v + 1;
+                        Some(v as VertexId)
+                    });
+                    let mut pending2 = None;
+                    loop {
+                        let ids2 = take_window(&mut marked, &mut pending2, degree, plan.window2_bytes)?;
+                        if ids2.is_empty() {
+                            break;
+                        }
+                        let (w2, remote) = materialize(&mut buffers, indexes, &source, layout, degree, g2, ids2)?;
+                        stats.remote_pages += remote;
+                        stats.level2_windows += 1;
+                        stats.adjacency_entries_loaded += w2.entries() as u64;
+                        let t = Instant::now();
+                        stats.aggregate += scatter_level2(ctx, sink, &w1, &w2, threads)?;
+                        stats.scatter_time += t.elapsed();
+                    }
+                }
+                voi.clear();
+            }
+            bar.inc(w1.ids.len() as u64);
+        }
+    }
+    lgb.flush(query)?;
+    stats.buffers = buffers.stats;
+    Ok(stats)
+}
+
+/// Level 2 of one pair of windows, split over the rayon threads, each with its own local
+/// gather buffer; returns the aggregate added.
+fn scatter_level2<Q: NeighborhoodQuery>(
+    ctx: &RunContext<'_, Q>,
+    sink: &RankSink<'_, Q>,
+    w1: &AdjWindow,
+    w2: &AdjWindow,
+    threads: usize,
+) -> Result<u64> {
+    let query = ctx.query;
+    let tasks = (threads * 4).min(w2.ids.len()).max(1);
+    let per_task = w2.ids.len().div_ceil(tasks);
+    let capacity = ctx.plan.local_gather_records / threads;
+    let view = WindowView { w1, w2: Some(w2) };
+    let aggregate = AtomicU64::new(0);
+    (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
+        let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
+        let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: None, aggregate: 0, error: None };
+        let end = ((t + 1) * per_task).min(w2.ids.len());
+        for k in t * per_task..end {
+            query.adj_scatter(2, &view, &mut emitter, w2.ids[k] as VertexId, w2.list_at(k));
+            if emitter.error.is_some() {
+                break;
+            }
+        }
+        aggregate.fetch_add(emitter.aggregate, Ordering::Relaxed);
+        if let Some(e) = emitter.error.take() {
+            return Err(e);
+        }
+        lgb.flush(query)
+    })?;
+    Ok(aggregate.into_inner())
+}
+
+/// Partial-list mode (k = 1): each page record goes to `adj_scatter(1)` as it is, chunk by
+/// chunk of source range `i`, resident pages first.
+fn scatter_partial<Q: NeighborhoodQuery>(
+    ctx: &RunContext<'_, Q>,
+    rank: usize,
+    i: usize,
+    local: &StoreFile,
+    buffers: &mut BufferManager,
+    lgb: &mut LocalGather<'_, Q::Value>,
+    stats: &mut RankStats,
+) -> Result<()> {
+    let (layout, index, query) = (ctx.layout, &ctx.indexes[rank], ctx.query);
+    let mut pages: Vec<u32> = (0..layout.p * layout.q)
+        .flat_map(|j| {
+            let c = j * layout.q + i;
+            index.chunk_pages[index.chunks[c] as usize..index.chunks[c + 1] as usize].iter().copied()
+        })
+        .collect();
+    pages.sort_by_key(|&page| (!buffers.is_resident(rank, page), page));
+    let mut record = Vec::new();
+    let t = Instant::now();
+    for page in pages {
+        let frame = buffers.pin(rank, page, local)?;
+        let mut emitter = RankEmitter { query, lgb: &mut *lgb, voi: None, aggregate: 0, error: None };
+        for slot in slots(buffers.page(frame)) {
+            record.resize(slot.len as usize, Nbr(0));
+            read_record(buffers.page(frame), &slot, &mut record);
+            query.adj_scatter(1, &PartialView, &mut emitter, slot.source as VertexId, &record);
+            stats.adjacency_entries_loaded += slot.len as u64;
+        }
+        buffers.unpin(frame);
+        stats.aggregate += emitter.aggregate;
+        if let Some(e) = emitter.error.take() {
+            return Err(e);
+        }
+        stats.level1_windows += 1;
+    }
+    stats.scatter_time += t.elapsed();
+    Ok(())
+}
+
+struct PartialView;
+
+impl NeighborhoodView for PartialView {
+    fn adjacency(&self, _: VertexId) -> &[Nbr] {
+        panic!("adjacency lists are not available in partial-list mode")
+    }
+    fn parent_list(&self, _: usize, _: VertexId) -> &[Nbr] {
+        &[]
+    }
+}
+
+/// The current level-1 window and, at level 2, the current level-2 window.
+struct WindowView<'a> {
+    w1: &'a AdjWindow,
+    w2: Option<&'a AdjWindow>,
+}
+
+impl NeighborhoodView for WindowView<'_> {
+    fn adjacency(&self, v: VertexId) -> &[Nbr] {
+        self.w2
+            .and_then(|w| w.list(v))
+            .or_else(|| self.w1.list(v))
+            .unwrap_or_else(|| panic!("vertex {v} is in no current window: a query may only ask for loaded lists"))
+    }
+    fn parent_list(&self, level: usize, v: VertexId) -> &[Nbr] {
+        if level != 1 || self.w2.is_none() {
+            return &[];
+        }
+        let list = self.adjacency(v);
+        let a = list.partition_point(|e| e.id() < self.w1.lo);
+        let b = list.partition_point(|e| e.id() < self.w1.hi);
+        &list[a..b]
+    }
+}
+
+struct RankEmitter<'a, 'g, Q: NeighborhoodQuery> {
+    query: &'a Q,
+    lgb: &'a mut LocalGather<'g, Q::Value>,
+    voi: Option<&'a mut IndexedBitmap>,
+    aggregate: u64,
+    error: Option<Error>,
+}
+
+impl<Q: NeighborhoodQuery> Emitter<Q::Value> for RankEmitter<'_, '_, Q> {
+    fn mark(&mut self, level: usize, v: VertexId) {
+        debug_assert_eq!(level, 2, "only level 2 has vertices of interest");
+        if let Some(voi) = self.voi.as_mut() {
+            voi.set(v as usize);
+        }
+    }
+    fn update(&mut self, target: VertexId, value: Q::Value) {
+        if self.error.is_none() {
+            if let Err(e) = self.lgb.push(self.query, target, value) {
+                self.error = Some(e);
+            }
+        }
+    }
+    fn aggregate(&mut self, amount: u64) {
+        self.aggregate += amount;
+    }
+}

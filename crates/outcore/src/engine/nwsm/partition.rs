@@ -1,0 +1,479 @@
+//! Balanced buffer-aware partitioning (TurboGraph++ §3, Theorem 4.1, Appendix A.3).
+//!
+//! * Degrees are those of the full lists (the simple undirected graph under the store).
+//! * Vertices are sorted by descending degree (ties: ascending store id) and dealt round-robin
+//!   to `p` ranks, so every rank gets as many high- as low-degree vertices; each rank's
+//!   vertices are renumbered consecutively in descending degree (rank r holds
+//!   `[rank_starts[r], rank_starts[r+1])`). The degree order doubles as the partial order of
+//!   the intersection queries.
+//! * Each rank's vertices are cut into `q` source ranges and the whole id space into `p·q`
+//!   destination ranges: `q × pq` edge chunks per rank. `q` comes from the memory budget
+//!   ([`q_min`], Theorem 4.1).
+//! * Each chunk's edges are written as slotted pages (`pages.rs`) into `rank-r/pages`, chunk
+//!   a batch of source vertices at a time; the two-level index `rank-r/chunks` (offsets) and
+//!   `rank-r/chunk-pages` (page numbers) lists the pages of chunk (destination range j, source
+//!   range i) at `j·q + i` in ascending source order, and `rank-r/page-sources` the first and
+//!   last source of every page, so that the pages holding a range of sources are found by
+//!   binary search.
+//! * `degree` (u32 per BBP id) and `old-of-new` (store id per BBP id) complete the layout.
+//!
+//! The layout `bbp-{p}-{q}` is built in a temporary directory inside the store and renamed into
+//! place before the manifest (rewritten atomically) lists it. The build is semi-external: a few
+//! arrays of |V| entries, and the lists of as many consecutive source ranges as fit in the
+//! budget, collected in one sequential scan of `csr-out`/`csr-in` per batch.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::pages::{PageBuilder, MIN_PAGE_SIZE};
+use super::query::{check_vertex_count, full_list, Nbr};
+use crate::error::{Error, IoContext, Result};
+use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
+use crate::store::files::u64s_from_le_bytes;
+use crate::store::manifest::{FileEntry, LayoutEntry};
+use crate::store::{Direction, Store, StoreFileWriter};
+use crate::VertexId;
+
+/// Default page size (paper Appendix A.3).
+pub const DEFAULT_PAGE_SIZE: u64 = 64 << 10;
+/// Bytes of gathered attribute per vertex (|VA| / |V|): one 8-byte value.
+pub const ATTRIBUTE_BYTES: u64 = 8;
+/// Bytes per vertex the engine keeps whole during a query besides the attributes: the degree
+/// (4) and the query's output column (8).
+pub const RESIDENT_BYTES_PER_VERTEX: u64 = 12;
+
+/// Theorem 4.1: the fewest source ranges per rank for a k-walk query, with `memory` the budget
+/// left for vertex windows, gather buffers, vertex-of-interest bitmaps and adjacency windows:
+/// `q = ⌈(1/p)·(4k+1)|VA| / (M − k(2·PS + α|VA|))⌉` with `α|VA| = |V|/8` (one bit per vertex).
+pub fn q_min(vertices: u64, p: usize, k: usize, page_size: u64, memory: u64) -> Result<usize> {
+    let va = (vertices * ATTRIBUTE_BYTES) as f64;
+    let fixed = k as f64 * (2.0 * page_size as f64 + vertices.div_ceil(8) as f64);
+    let room = memory as f64 - fixed;
+    if room <= 0.0 {
+        return Err(Error::MemoryBudget(format!(
+            "the nwsm engine needs more than {} for two pages and a vertex bitmap per level; {} is left",
+            format_size(fixed as u64),
+            format_size(memory)
+        )));
+    }
+    Ok((((4 * k + 1) as f64 * va / (p as f64 * room)).ceil() as usize).max(1))
+}
+
+/// An opened `bbp-{p}-{q}` layout: its shape (the per-vertex files are read by the engine).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BbpLayout {
+    pub name: String,
+    pub p: usize,
+    pub q: usize,
+    pub page_size: u64,
+    /// First BBP id of every rank, plus |V|.
+    pub rank_starts: Vec<u64>,
+    /// First BBP id of every global vertex chunk (rank r, range i at r·q + i), plus |V|.
+    pub chunk_bounds: Vec<u64>,
+    pub pages_per_rank: Vec<u64>,
+    /// Σ over vertices of degree²: what a k = 2 query touches.
+    pub sum_degree_squared: u64,
+    pub max_degree: u64,
+}
+
+impl BbpLayout {
+    pub fn dir_name(p: usize, q: usize) -> String {
+        format!("bbp-{p}-{q}")
+    }
+
+    /// The rank owning BBP id `v`.
+    pub fn rank_of(&self, v: VertexId) -> usize {
+        self.rank_starts.partition_point(|&s| s <= v) - 1
+    }
+
+    /// The global vertex chunk holding `v`.
+    pub fn chunk_of(&self, v: VertexId) -> usize {
+        self.chunk_bounds.partition_point(|&s| s <= v) - 1
+    }
+
+    pub fn chunk_range(&self, chunk: usize) -> std::ops::Range<u64> {
+        self.chunk_bounds[chunk]..self.chunk_bounds[chunk + 1]
+    }
+
+    fn from_entry(name: &str, entry: &LayoutEntry) -> Option<BbpLayout> {
+        let p = &entry.params;
+        let list = |key: &str| -> Option<Vec<u64>> { p.get(key)?.as_array()?.iter().map(|v| v.as_u64()).collect() };
+        Some(BbpLayout {
+            name: name.to_string(),
+            p: p.get("p")?.as_u64()? as usize,
+            q: p.get("q")?.as_u64()? as usize,
+            page_size: p.get("page_size")?.as_u64()?,
+            rank_starts: list("rank_starts")?,
+            chunk_bounds: list("chunk_bounds")?,
+            pages_per_rank: list("pages_per_rank")?,
+            sum_degree_squared: p.get("sum_degree_squared")?.as_u64()?,
+            max_degree: p.get("max_degree")?.as_u64()?,
+        })
+    }
+
+    /// The store's BBP layouts, any p, q and page size.
+    pub fn all(store: &Store) -> Vec<BbpLayout> {
+        let layouts = &store.manifest().layouts;
+        layouts.iter().filter(|(n, _)| n.starts_with("bbp-")).filter_map(|(n, e)| Self::from_entry(n, e)).collect()
+    }
+
+    /// A layout for `p` ranks and `page_size` with at least `q` ranges (the smallest such q).
+    pub fn find(store: &Store, p: usize, q: usize, page_size: u64) -> Option<BbpLayout> {
+        Self::all(store).into_iter().filter(|l| l.p == p && l.page_size == page_size && l.q >= q).min_by_key(|l| l.q)
+    }
+}
+
+/// Reads the full list of every vertex of `vertices` in id order, scanning `csr-out` (and
+/// `csr-in` on directed stores) sequentially in chunks of about `chunk_edges` arcs.
+pub fn scan_full_lists(
+    store: &Store,
+    out_offsets: &[u64],
+    in_offsets: Option<&[u64]>,
+    chunk_edges: u64,
+    mut visit: impl FnMut(VertexId, &[Nbr]) -> Result<()>,
+) -> Result<()> {
+    let out_layout = store.csr(Direction::Out)?;
+    let in_layout = if in_offsets.is_some() { Some(store.csr(Direction::In)?) } else { None };
+    let n = store.num_vertices();
+    let arcs_between = |offsets: Option<&[u64]>, a: u64, b: u64| offsets.map_or(0, |o| o[b as usize] - o[a as usize]);
+    let (mut outs, mut ins, mut list) = (Vec::new(), Vec::new(), Vec::new());
+    let mut v = 0;
+    while v < n {
+        let mut w = v + 1;
+        while w < n
+            && arcs_between(Some(out_offsets), v, w + 1) + arcs_between(in_offsets, v, w + 1) <= chunk_edges.max(1)
+        {
+            w += 1;
+        }
+        out_layout.read_targets(out_offsets[v as usize], arcs_between(Some(out_offsets), v, w), &mut outs)?;
+        match (&in_layout, in_offsets) {
+            (Some(layout), Some(o)) => layout.read_targets(o[v as usize], arcs_between(in_offsets, v, w), &mut ins)?,
+            _ => ins.clear(),
+        }
+        for u in v..w {
+            let os = (out_offsets[u as usize] - out_offsets[v as usize]) as usize;
+            let oe = (out_offsets[u as usize + 1] - out_offsets[v as usize]) as usize;
+            let in_part = in_offsets.map_or(&[][..], |o| {
+                &ins[(o[u as usize] - o[v as usize]) as usize..(o[u as usize + 1] - o[v as usize]) as usize]
+            });
+            full_list(u, &outs[os..oe], in_part, &mut list);
+            if in_offsets.is_none() {
+                // An undirected store holds both arcs of every edge in csr-out.
+                list.iter_mut().for_each(|e| *e = Nbr::new(e.id(), true, true));
+            }
+            visit(u, &list)?;
+        }
+        v = w;
+    }
+    Ok(())
+}
+
+/// Builds (or finds) the BBP layout for `p` ranks with at least `q` ranges and returns it.
+pub fn ensure_layout(
+    store: &Store,
+    p: usize,
+    q: usize,
+    page_size: u64,
+    budget: MemoryBudget,
+    progress: &dyn Progress,
+    cancel: &CancelToken,
+) -> Result<BbpLayout> {
+    if let Some(found) = BbpLayout::find(store, p, q, page_size) {
+        return Ok(found);
+    }
+    build(store, p, q, page_size, budget, progress, cancel)
+}
+
+/// Partitions the store into `bbp-{p}-{q}` (replacing a layout of that name).
+pub fn build(
+    store: &Store,
+    p: usize,
+    q: usize,
+    page_size: u64,
+    budget: MemoryBudget,
+    progress: &dyn Progress,
+    cancel: &CancelToken,
+) -> Result<BbpLayout> {
+    check_vertex_count(store)?;
+    if p == 0 || q == 0 {
+        return Err(Error::invalid("BBP needs at least one rank and one range (--ranks, q ≥ 1)"));
+    }
+    if page_size < MIN_PAGE_SIZE || page_size % 8 != 0 || page_size > u32::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "page size {page_size} is invalid: use a multiple of 8 from {MIN_PAGE_SIZE} bytes to 4 GiB"
+        )));
+    }
+    let n = store.num_vertices();
+    let directed = store.is_directed();
+    // Per vertex: offsets of csr-out (8) and csr-in (8), degree (4), new id (4), sort key (8).
+    let per_vertex = if directed { 32 } else { 24 };
+    let fixed = n * per_vertex + 2 * page_size * p as u64;
+    if fixed > budget.bytes() {
+        return Err(Error::MemoryBudget(format!(
+            "partitioning {n} vertices needs {} of per-vertex arrays; the budget is {budget}",
+            format_size(fixed)
+        )));
+    }
+    let arena_entries = ((budget.bytes() - fixed) / 2 / 8).max(1 << 10);
+    let scan_edges = (arena_entries / 4).clamp(1 << 10, 1 << 22);
+
+    let out_offsets = u64s_from_le_bytes(&store.csr(Direction::Out)?.offsets.read_all()?);
+    let in_offsets =
+        if directed { Some(u64s_from_le_bytes(&store.csr(Direction::In)?.offsets.read_all()?)) } else { None };
+
+    // 1. Degrees of the full lists.
+    let bar = progress.start("bbp: degrees", Some(n), ProgressUnit::Vertices);
+    let mut degree = vec![0u32; n as usize];
+    scan_full_lists(store, &out_offsets, in_offsets.as_deref(), scan_edges, |v, list| {
+        degree[v as usize] = list.len() as u32;
+        bar.inc(1);
+        Ok(())
+    })?;
+    bar.finish();
+    cancel.check()?;
+
+    // 2. Degree sort, round-robin deal, renumbering.
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by_key(|&v| (std::cmp::Reverse(degree[v as usize]), v));
+    let counts: Vec<u64> = (0..p as u64).map(|r| (n + p as u64 - 1 - r) / p as u64).collect();
+    let mut rank_starts = vec![0u64; p + 1];
+    for r in 0..p {
+        rank_starts[r + 1] = rank_starts[r] + counts[r];
+    }
+    let mut new_of_old = vec![0u32; n as usize];
+    for (position, &old) in order.iter().enumerate() {
+        let (r, local) = (position % p, position / p);
+        new_of_old[old as usize] = (rank_starts[r] + local as u64) as u32;
+    }
+    let mut chunk_bounds = Vec::with_capacity(p * q + 1);
+    for r in 0..p {
+        for i in 0..q as u64 {
+            chunk_bounds.push(rank_starts[r] + counts[r] * i / q as u64);
+        }
+    }
+    chunk_bounds.push(n);
+
+    // 3. Write into a temporary directory.
+    let name = BbpLayout::dir_name(p, q);
+    let final_dir = store.path(&name);
+    let work_dir = store.path(&format!(".{name}.building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work_dir);
+    std::fs::create_dir_all(&work_dir).context(|| format!("creating {}", work_dir.display()))?;
+    let result = write_layout(
+        store,
+        &work_dir,
+        LayoutShape { p, q, page_size, chunk_bounds: &chunk_bounds },
+        &degree,
+        &new_of_old,
+        &out_offsets,
+        in_offsets.as_deref(),
+        arena_entries,
+        scan_edges,
+        progress,
+        cancel,
+    );
+    let (files, pages_per_rank) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&work_dir);
+            return Err(e);
+        }
+    };
+    drop(order);
+
+    // 4. Commit: rename into place, then list it in the manifest.
+    if final_dir.exists() {
+        std::fs::remove_dir_all(&final_dir).context(|| format!("removing the old {}", final_dir.display()))?;
+    }
+    std::fs::rename(&work_dir, &final_dir).context(|| format!("moving {} into place", final_dir.display()))?;
+    crate::store::files::sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
+    let sum_degree_squared: u64 = degree.iter().map(|&d| d as u64 * d as u64).sum();
+    let max_degree = degree.iter().copied().max().unwrap_or(0) as u64;
+    let mut params = Map::new();
+    params.insert("p".into(), p.into());
+    params.insert("q".into(), q.into());
+    params.insert("page_size".into(), page_size.into());
+    params.insert("rank_starts".into(), json!(rank_starts));
+    params.insert("chunk_bounds".into(), json!(chunk_bounds));
+    params.insert("pages_per_rank".into(), json!(pages_per_rank));
+    params.insert("sum_degree_squared".into(), sum_degree_squared.into());
+    params.insert("max_degree".into(), max_degree.into());
+    params.insert("budget_bytes".into(), Value::from(budget.bytes()));
+    let files: Vec<(String, FileEntry)> = files.into_iter().map(|(rel, e)| (format!("{name}/{rel}"), e)).collect();
+    let bytes = files.iter().map(|(_, e)| e.bytes).sum();
+    let entry = LayoutEntry { files: files.iter().map(|(rel, _)| rel.clone()).collect(), bytes, params };
+    let layout = BbpLayout::from_entry(&name, &entry).expect("params just written");
+    let mut fresh = Store::open(store.dir())?;
+    fresh.add_layout(&name, entry, files)?;
+    Ok(layout)
+}
+
+struct LayoutShape<'a> {
+    p: usize,
+    q: usize,
+    page_size: u64,
+    chunk_bounds: &'a [u64],
+}
+
+/// Writes all files of the layout into `dir`; returns them (relative names) and pages per rank.
+#[allow(clippy::too_many_arguments)]
+fn write_layout(
+    store: &Store,
+    dir: &Path,
+    shape: LayoutShape<'_>,
+    degree: &[u32],
+    new_of_old: &[u32],
+    out_offsets: &[u64],
+    in_offsets: Option<&[u64]>,
+    arena_entries: u64,
+    scan_edges: u64,
+    progress: &dyn Progress,
+    cancel: &CancelToken,
+) -> Result<(Vec<(String, FileEntry)>, Vec<u64>)> {
+    let LayoutShape { p, q, page_size, chunk_bounds } = shape;
+    let n = degree.len();
+    let counters = store.counters().clone();
+    let mut files = Vec::new();
+    {
+        let mut old_of_new = vec![0u32; n];
+        for (old, &new) in new_of_old.iter().enumerate() {
+            old_of_new[new as usize] = old as u32;
+        }
+        let mut w_degree = StoreFileWriter::create(&dir.join("degree"), counters.clone())?;
+        let mut w_old = StoreFileWriter::create(&dir.join("old-of-new"), counters.clone())?;
+        for &old in &old_of_new {
+            w_degree.write_u32(degree[old as usize])?;
+            w_old.write_u32(old)?;
+        }
+        files.push(("degree".to_string(), w_degree.finish()?));
+        files.push(("old-of-new".to_string(), w_old.finish()?));
+    }
+
+    let mut writers = Vec::with_capacity(p);
+    for r in 0..p {
+        writers.push(StoreFileWriter::create(&dir.join(format!("rank-{r}/pages")), counters.clone())?);
+    }
+    let mut builders: Vec<PageBuilder> = (0..p).map(|_| PageBuilder::new(page_size)).collect();
+    let mut page_sources: Vec<Vec<(u32, u32)>> = vec![Vec::new(); p];
+    // chunk_pages[r][j·q + i]: the pages of chunk (destination range j, source range i), in
+    // ascending source order.
+    let mut chunk_pages: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); p * q * q]; p];
+
+    let bar = progress.start("bbp: pages", Some(n as u64), ProgressUnit::Vertices);
+    // Degrees by BBP id, to size the batches.
+    let mut degree_new = vec![0u32; n];
+    for (old, &new) in new_of_old.iter().enumerate() {
+        degree_new[new as usize] = degree[old];
+    }
+    // Batches: consecutive BBP ids whose lists fit the arena together (at least one vertex).
+    let mut lo = 0u64;
+    let mut arena: Vec<Nbr> = Vec::new();
+    let mut index: Vec<(u32, u64, u32)> = Vec::new(); // (BBP id, start in arena, len)
+    let mut mapped: Vec<Nbr> = Vec::new();
+    while lo < n as u64 {
+        cancel.check()?;
+        let mut hi = lo + 1;
+        let mut entries = degree_new[lo as usize] as u64;
+        while hi < n as u64 && entries + degree_new[hi as usize] as u64 <= arena_entries {
+            entries += degree_new[hi as usize] as u64;
+            hi += 1;
+        }
+        arena.clear();
+        index.clear();
+        arena.reserve(entries as usize);
+        scan_full_lists(store, out_offsets, in_offsets, scan_edges, |old, list| {
+            let new = new_of_old[old as usize] as u64;
+            if new < lo || new >= hi {
+                return Ok(());
+            }
+            mapped.clear();
+            mapped.extend(list.iter().map(|e| Nbr((new_of_old[e.id() as usize] << 2) | (e.0 & 3))));
+            mapped.sort_unstable();
+            index.push((new as u32, arena.len() as u64, mapped.len() as u32));
+            arena.extend_from_slice(&mapped);
+            Ok(())
+        })?;
+        index.sort_unstable_by_key(|e| e.0);
+        // The part of every vertex range g inside the batch, destination range by range.
+        let mut at = 0;
+        while at < index.len() {
+            let g = chunk_bounds.partition_point(|&b| b <= index[at].0 as u64) - 1;
+            let end = at + index[at..].partition_point(|e| (e.0 as u64) < chunk_bounds[g + 1]);
+            let (r, i) = (g / q, g % q);
+            for j in 0..p * q {
+                let (dlo, dhi) = (chunk_bounds[j], chunk_bounds[j + 1]);
+                for &(v, start, len) in &index[at..end] {
+                    let list = &arena[start as usize..(start + len as u64) as usize];
+                    let a = list.partition_point(|e| e.id() < dlo);
+                    let b = list.partition_point(|e| e.id() < dhi);
+                    let mut k = a;
+                    while k < b {
+                        let taken = builders[r].add(v, &list[k..b], k as u32);
+                        if taken == 0 {
+                            chunk_pages[r][j * q + i].push(page_sources[r].len() as u32);
+                            flush_page(&mut builders[r], &mut writers[r], &mut page_sources[r])?;
+                        }
+                        k += taken;
+                    }
+                }
+                if !builders[r].is_empty() {
+                    chunk_pages[r][j * q + i].push(page_sources[r].len() as u32);
+                    flush_page(&mut builders[r], &mut writers[r], &mut page_sources[r])?;
+                }
+            }
+            at = end;
+        }
+        bar.inc(hi - lo);
+        lo = hi;
+    }
+    bar.finish();
+    let mut pages_per_rank = Vec::with_capacity(p);
+    for (r, writer) in writers.into_iter().enumerate() {
+        files.push((format!("rank-{r}/pages"), writer.finish()?));
+        pages_per_rank.push(page_sources[r].len() as u64);
+        let mut w = StoreFileWriter::create(&dir.join(format!("rank-{r}/page-sources")), counters.clone())?;
+        for &(first, last) in &page_sources[r] {
+            w.write_u32(first)?;
+            w.write_u32(last)?;
+        }
+        files.push((format!("rank-{r}/page-sources"), w.finish()?));
+        let mut w = StoreFileWriter::create(&dir.join(format!("rank-{r}/chunks")), counters.clone())?;
+        let mut wp = StoreFileWriter::create(&dir.join(format!("rank-{r}/chunk-pages")), counters.clone())?;
+        let mut offset = 0u64;
+        w.write_u64(0)?;
+        for list in &chunk_pages[r] {
+            for &page in list {
+                wp.write_u32(page)?;
+            }
+            offset += list.len() as u64;
+            w.write_u64(offset)?;
+        }
+        files.push((format!("rank-{r}/chunks"), w.finish()?));
+        files.push((format!("rank-{r}/chunk-pages"), wp.finish()?));
+    }
+    Ok((files, pages_per_rank))
+}
+
+fn flush_page(builder: &mut PageBuilder, writer: &mut StoreFileWriter, sources: &mut Vec<(u32, u32)>) -> Result<()> {
+    let (page, range) = builder.finish_page();
+    writer.write_all(page)?;
+    sources.push(range);
+    builder.clear();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q_grows_as_the_budget_shrinks() {
+        let q_big = q_min(1 << 20, 1, 2, 64 << 10, 256 << 20).unwrap();
+        let q_small = q_min(1 << 20, 1, 2, 64 << 10, 16 << 20).unwrap();
+        assert_eq!(q_big, 1);
+        assert!(q_small > q_big);
+        assert!(q_min(1 << 20, 2, 2, 64 << 10, 16 << 20).unwrap() <= q_small.div_ceil(2));
+        assert!(matches!(q_min(1 << 20, 1, 2, 64 << 10, 1000), Err(Error::MemoryBudget(_))));
+    }
+}

@@ -1,0 +1,241 @@
+//! The nwsm engine (nested windowed streaming, TurboGraph++) against the in-memory engine and
+//! independent references: complete graphs and stars, the Graphalytics LCC references, RMAT
+//! graphs against a plain triangle count, 1, 2 and 4 ranks, and budgets far below Σ deg² so
+//! that windows slide many times, pages are evicted and updates spill (asserted from the run's
+//! figures).
+
+mod cache_support;
+mod inmem_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use cache_support::*;
+use outcore::algo::{lcc, tc, AlgorithmParams, ValueColumn};
+use outcore::engine::nwsm::{BbpLayout, NwsmOptions};
+use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::Store;
+use outcore::Error;
+
+fn nwsm(store: &Store, memory: u64, page_size: u64, ranks: usize) -> Runner {
+    Runner::new(
+        store,
+        RunOptions {
+            engine: EngineKind::Nwsm,
+            memory: MemoryBudget::new(memory),
+            nwsm: NwsmOptions { page_size, ranks },
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// Triangles per vertex and in all, by brute force over the simple undirected graph.
+fn reference_triangles(g: &Graph) -> (Vec<u64>, u64) {
+    let n = g.n as usize;
+    let mut adj: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); n];
+    for &(s, t, _) in &g.edges {
+        if s != t {
+            adj[s as usize].insert(t);
+            adj[t as usize].insert(s);
+        }
+    }
+    let mut per = vec![0u64; n];
+    let mut total = 0;
+    for u in 0..n as u64 {
+        for &v in adj[u as usize].range(u + 1..) {
+            for &w in adj[v as usize].range(v + 1..) {
+                if adj[u as usize].contains(&w) {
+                    total += 1;
+                    for x in [u, v, w] {
+                        per[x as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+    (per, total)
+}
+
+fn complete(n: u64, directed: bool) -> Graph {
+    let mut edges = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            edges.push((a, b, 1.0));
+        }
+    }
+    Graph { n, edges, directed, weighted: false }
+}
+
+#[test]
+fn complete_graphs_and_stars() {
+    for directed in [true, false] {
+        for n in [3u64, 6, 13] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = build(dir.path(), &complete(n, directed));
+            for runner in [inmem_runner(&store), nwsm(&store, 256 << 10, 256, 1)] {
+                let out = tc::run(&runner, &tc::Config).unwrap();
+                assert_eq!(out.total, n * (n - 1) * (n - 2) / 6, "K_{n} on {:?}", runner.engine());
+                assert!(out.triangles.iter().all(|&t| t == (n - 1) * (n - 2) / 2), "K_{n}");
+                let l = lcc::run(&runner, &lcc::Config).unwrap().lcc;
+                // one arc per pair on a directed K_n: half of the ordered pairs are arcs
+                let want = if directed { 0.5 } else { 1.0 };
+                assert!(l.iter().all(|&x| x == want), "lcc of K_{n}: {l:?}");
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let star = Graph { n: 2001, edges: (1..2001).map(|i| (0, i, 1.0)).collect(), directed, weighted: false };
+        let store = build(dir.path(), &star);
+        let runner = nwsm(&store, 1 << 20, 512, 1);
+        let out = tc::run(&runner, &tc::Config).unwrap();
+        assert_eq!(out.total, 0);
+        assert!(out.triangles.iter().all(|&t| t == 0));
+        assert!(lcc::run(&runner, &lcc::Config).unwrap().lcc.iter().all(|&x| x == 0.0));
+    }
+}
+
+#[test]
+fn graphalytics_lcc_references_pass_on_nwsm() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graphalytics");
+    let work = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        engine: EngineKind::Nwsm,
+        memory: MemoryBudget::new(48 << 10),
+        nwsm: NwsmOptions { page_size: 128, ranks: 1 },
+        ..RunOptions::default()
+    };
+    let report = outcore::validate::validate_graphalytics_with(
+        &data,
+        &options,
+        work.path(),
+        &NoProgress,
+        &inmem_support::load_graphalytics,
+    )
+    .unwrap();
+    let lcc_rows: Vec<_> = report.rows.iter().filter(|r| r.algorithm == "lcc").collect();
+    assert!(lcc_rows.len() >= 2, "{report}");
+    for row in lcc_rows {
+        assert!(row.passed, "{}: {:?}", row.graph, row.mismatch);
+    }
+}
+
+/// tc and lcc on nwsm with `memory` and `ranks` equal the references; returns the runner's
+/// figures (window slides, spills, evictions).
+fn check_rmat(g: &Graph, store: &Store, memory: u64, ranks: usize, context: &str) -> (f64, f64, f64) {
+    let (per, total) = reference_triangles(g);
+    let runner = nwsm(store, memory, 512, ranks);
+    let out = tc::run(&runner, &tc::Config).unwrap();
+    assert_eq!(out.total, total, "{context}: total");
+    assert_eq!(out.triangles, per, "{context}: per vertex");
+    let figures = (
+        figure(&runner, "nwsm_level1_window_slides"),
+        figure(&runner, "nwsm_updates_spilled"),
+        figure(&runner, "nwsm_page_evictions"),
+    );
+    let (remote, served) = (figure(&runner, "nwsm_remote_pages"), figure(&runner, "nwsm_pages_served"));
+    assert_eq!(remote, served, "{context}: every remote page is served by its owner");
+    if ranks > 1 {
+        assert!(remote > 0.0, "{context}: no page came from another rank");
+        assert!(figure(&runner, "nwsm_updates_to_other_ranks") > 0.0, "{context}: no update crossed ranks");
+    } else {
+        assert_eq!(remote, 0.0);
+    }
+    let want = run(&inmem_runner(store), "lcc", &params());
+    let got = run(&nwsm(store, memory, 512, ranks), "lcc", &params());
+    assert_same(&got, &want, &format!("{context}: lcc"));
+    figures
+}
+
+#[test]
+fn rmat_graphs_are_exact_for_1_2_and_4_ranks_with_a_budget_far_below_sum_of_squared_degrees() {
+    for directed in [true, false] {
+        let g = rmat(11, 8, 5, directed);
+        let dir = tempfile::tempdir().unwrap();
+        let store = build(dir.path(), &g);
+        let memory = 160 << 10;
+        for ranks in [1, 2, 4] {
+            let context = format!("rmat directed={directed} ranks={ranks}");
+            let (slides, spilled, evictions) = check_rmat(&g, &store, memory, ranks, &context);
+            assert!(slides >= 4.0, "{context}: level-1 windows slid only {slides} times");
+            assert!(spilled > 0.0, "{context}: no update spilled");
+            assert!(evictions > 0.0, "{context}: no page evicted");
+        }
+        let fresh = Store::open(store.dir()).unwrap();
+        let layouts = BbpLayout::all(&fresh);
+        assert_eq!(layouts.iter().map(|l| l.p).collect::<BTreeSet<_>>(), BTreeSet::from([1, 2, 4]));
+        for layout in &layouts {
+            assert!(layout.q > 1, "q = {} for a budget this small", layout.q);
+            assert!(layout.sum_degree_squared >= 10 * memory, "Σ deg² = {}", layout.sum_degree_squared);
+        }
+        fresh.verify().unwrap();
+    }
+}
+
+#[test]
+fn a_query_needing_a_larger_q_repartitions_and_gives_the_same_result() {
+    let g = erdos_renyi(1500, 9000, 3, false, false);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let roomy = nwsm(&store, 64 << 20, 1024, 1);
+    let a = run(&roomy, "tc", &params());
+    assert_eq!(figure(&roomy, "nwsm_q"), 1.0);
+    assert_eq!(figure(&roomy, "nwsm_repartitioned"), 0.0, "the first run builds, it does not repartition");
+    let again = nwsm(&store, 64 << 20, 1024, 1);
+    run(&again, "tc", &params());
+    assert!(again.finish("tc").extra.get("nwsm_partition_bytes_written").unwrap().as_u64().unwrap() == 0);
+    let tight = nwsm(&store, 96 << 10, 1024, 1);
+    let b = run(&tight, "tc", &params());
+    assert!(figure(&tight, "nwsm_q") > 1.0);
+    assert_eq!(tight.finish("tc").extra.get("nwsm_repartitioned"), Some(&serde_json::Value::Bool(true)));
+    assert_same(&a, &b, "tc after repartitioning");
+    let (_, total) = reference_triangles(&g);
+    assert_eq!(a.summary["triangles"], total);
+}
+
+#[test]
+fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
+    let g = rmat(10, 8, 1, true);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let err = tc::run(&nwsm(&store, 4 << 10, 512, 1), &tc::Config).unwrap_err();
+    assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
+    let err =
+        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &AlgorithmParams::default()).unwrap_err();
+    assert!(err.to_string().contains("nwsm engine does not run"), "{err}");
+    let err = outcore::engine::nwsm::partition::build(
+        &store,
+        1,
+        1,
+        100,
+        MemoryBudget::new(1 << 20),
+        &NoProgress,
+        &CancelToken::new(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("page size 100 is invalid"), "{err}");
+    // Nothing half-built stays behind, and the store is unchanged.
+    assert!(BbpLayout::all(&Store::open(store.dir()).unwrap()).is_empty());
+    assert!(std::fs::read_dir(store.dir()).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with('.')));
+}
+
+#[test]
+fn tc_on_inmem_equals_a_plain_count_on_random_graphs() {
+    for (seed, directed) in [(1, true), (2, false), (3, true)] {
+        let mut g = erdos_renyi(300, 3000, seed, directed, false);
+        // duplicates and self-loops do not change anything
+        g.edges.extend_from_slice(&g.edges[..50].to_vec());
+        g.edges.push((4, 4, 1.0));
+        let dir = tempfile::tempdir().unwrap();
+        let store = build(dir.path(), &g);
+        let (per, total) = reference_triangles(&g);
+        let got = run(&inmem_runner(&store), "tc", &params());
+        assert_eq!(got.columns[0].1, ValueColumn::Count(per), "seed {seed}");
+        assert_eq!(got.summary["triangles"], total);
+        let on_nwsm = run(&nwsm(&store, 1 << 20, 1024, 2), "tc", &params());
+        assert_same(&on_nwsm, &got, &format!("seed {seed}"));
+    }
+}
