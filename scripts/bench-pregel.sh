@@ -3,6 +3,7 @@
 # recoded), run pr (10 supersteps), wcc and sssp under `mpirun -n W`, and print per-rank peak RSS,
 # partition bytes on disk, messages sent and wall time from each run's --stats-json.
 # Usage: scripts/bench-pregel.sh STORE OUTDIR [RANKS...]   (needs a release build with --features mpi)
+# Environment: ALGOS (default "pr wcc sssp"), MODES (default "basic recoded"), MEMORY (default 1GiB).
 set -euo pipefail
 store=$1
 out=$2
@@ -10,6 +11,8 @@ shift 2
 ranks=${*:-1 2 4}
 outcore=${OUTCORE:-target/release/outcore}
 memory=${MEMORY:-1GiB}
+algos=${ALGOS:-pr wcc sssp}
+modes=${MODES:-basic recoded}
 mkdir -p "$out"
 # The source of sssp: the vertex with the most out-arcs.
 source=$(python3 - "$store" <<'PY'
@@ -22,11 +25,11 @@ print(struct.unpack('<Q', ids.read(8))[0])
 PY
 )
 for w in $ranks; do
-    for mode in basic recoded; do
+    for mode in $modes; do
         flag=(); [ "$mode" = recoded ] && flag=(--recode)
         /usr/bin/time -f "%e s, peak RSS %M KiB" "$outcore" partition --store "$store" --ranks "$w" "${flag[@]}" \
             --memory "$memory" --quiet 2> "$out/partition-$w-$mode.log"
-        for algo in pr wcc sssp; do
+        for algo in $algos; do
             args=(run "$algo" --store "$store" --engine pregel --memory "$memory" --quiet "${flag[@]}"
                 --output /dev/null --stats-json "$out/$algo-$w-$mode.json")
             [ "$algo" = pr ] && args+=(--iterations 10)
