@@ -4,7 +4,8 @@
 //!
 //! W ranks (threads under `cargo test`, processes under `mpirun -n W`; see [`crate::transport`])
 //! each own the vertices with hash(name) = name mod W of a partitioned store
-//! ([`partition`]: `outcore partition --store DIR --ranks W [--recode]`). Per rank (§3):
+//! ([`partition`]: `outcore partition --store DIR --ranks W [--recode]`, itself a W-rank job; the
+//! recoded names come from GraphD §5's 3-superstep recoding job, [`recode`]). Per rank (§3):
 //! - the state array A of its vertices stays in memory: O(|V|/W);
 //! - the edge stream S^E (adjacency lists in the order of A) is read sequentially through a
 //!   64 KiB buffer, and `skip(k)` over vertices that do not compute seeks only when it leaves the
@@ -40,6 +41,7 @@
 mod checkpoint;
 pub mod partition;
 mod rank;
+mod recode;
 mod streams;
 
 use std::sync::Arc;
