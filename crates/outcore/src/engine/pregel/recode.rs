@@ -226,13 +226,7 @@ impl RecodeRank<'_> {
             }
             let position = match current {
                 Some((position, name)) if name == request.name => position,
-                _ => return Err(Error::store(
-                    &path,
-                    format!(
-                        "rank {} asks for vertex {} of rank {rank}, which does not have it (damaged basic partition)",
-                        request.from, request.name
-                    ),
-                )),
+                _ => return Err(not_owned(&path, &request, rank)),
             };
             batches.push(request.from as usize, request.arc, ranks * position + rank)?;
             answered += 1;
@@ -297,6 +291,15 @@ impl RecodeRank<'_> {
         }
         Ok(())
     }
+}
+
+/// A request for a vertex the rank does not have: the basic partition is damaged.
+fn not_owned(path: &Path, request: &Request, rank: u64) -> Error {
+    let (from, name) = (request.from, request.name);
+    Error::store(
+        path,
+        format!("rank {from} asks for vertex {name} of rank {rank}, which does not have it (damaged basic partition)"),
+    )
 }
 
 /// Pairs of u64s to each rank, sent in batches of about `limit` bytes; `finish` sends the rest
