@@ -264,7 +264,8 @@ impl RankMemory {
         let n = store.num_vertices();
         let table = if original_names(store)? { n * 8 } else { 0 };
         let batch_bytes = 64 << 10;
-        let fixed = FIXED_BYTES + 2 * ranks as u64 * batch_bytes as u64;
+        // Per destination: a batch being filled in each of two supersteps, four in flight.
+        let fixed = FIXED_BYTES + 6 * ranks as u64 * batch_bytes as u64;
         let minimum = fixed + table + 2 * 4096 * CHUNK_BYTES_PER_ARC + (1 << 20);
         let budget = job.memory.bytes();
         if budget < minimum {
@@ -279,10 +280,11 @@ impl RankMemory {
         }
         let chunk_arcs = ((budget - fixed - table) / 2 / CHUNK_BYTES_PER_ARC).clamp(4096, 1 << 20);
         // Recoding runs after the basic partition, whose table and chunks are freed by then: the
-        // two sorts share what is left beside the writers.
+        // two sorts (which may fill at the same time) take half of what is left beside the
+        // writers, their merges an eighth, and the rest is headroom for the batches in flight.
         let spare = budget - fixed;
-        let sort_buffer_bytes = job.sort_buffer_bytes.unwrap_or(spare / 3).max(1 << 10);
-        let merge_bytes = (spare / 12).max(64 << 10);
+        let sort_buffer_bytes = job.sort_buffer_bytes.unwrap_or(spare / 4).max(1 << 10);
+        let merge_bytes = (spare / 16).max(64 << 10);
         Ok(RankMemory { chunk_arcs, sort_buffer_bytes, merge_bytes, batch_bytes })
     }
 }

@@ -17,8 +17,9 @@
 //! Both sorts are [`ExternalSorter`]s sized from the rank's budget: they spill sorted runs to the
 //! rank's scratch directory and merge them when the requests exceed it. The messages travel in
 //! batches of 64 KiB per destination and each superstep ends with an empty end tag per
-//! destination; two receiving threads feed the sorts while the rank sends, so the transport never
-//! buffers a superstep's messages wholesale.
+//! destination; two receiving threads feed the sorts while the rank sends, and acknowledge every
+//! batch once it is in the sort: a sender has at most 4 unacknowledged batches per destination, so
+//! while a sort spills its senders wait instead of piling messages up in the transport.
 //!
 //! Two differences from the paper, both for the output to equal the basic partition renamed
 //! byte for byte: a request carries the arc's number rather than the asker's id, so step 3 keeps
@@ -39,9 +40,14 @@ use crate::runtime::{CancelToken, IoCounters, Progress, ProgressBar, ProgressUni
 use crate::store::files::StoreFileWriter;
 use crate::transport::{Tag, Transport};
 
-/// Superstep 1's requests and superstep 2's answers.
+/// Superstep 1's requests and superstep 2's answers, and the acknowledgements of their batches.
 const TAG_REQUESTS: Tag = 120;
 const TAG_ANSWERS: Tag = 121;
+const TAG_REQUEST_ACKS: Tag = 122;
+const TAG_ANSWER_ACKS: Tag = 123;
+/// Batches a rank may have sent to one destination that the destination has not yet fed to its
+/// sort: the flow control that keeps a sort's spills from piling messages up in the transport.
+const BATCHES_IN_FLIGHT: usize = 4;
 /// Arcs streamed at once in steps 1 and 3.
 const ARCS_PER_READ: usize = 4096;
 
@@ -126,10 +132,15 @@ impl RecodeRank<'_> {
         let bar = self.progress.start(&format!("recoding (rank {})", t.rank()), None, ProgressUnit::Edges);
         let outcome = std::thread::scope(|scope| {
             let requests = scope.spawn(move || {
-                receive(t, TAG_REQUESTS, requests, |from, name, arc| Request { name, from: from as u64, arc })
+                receive(t, [TAG_REQUESTS, TAG_REQUEST_ACKS], requests, |from, name, arc| Request {
+                    name,
+                    from: from as u64,
+                    arc,
+                })
             });
-            let answers =
-                scope.spawn(move || receive(t, TAG_ANSWERS, answers, |_, arc, new_name| Answer { arc, new_name }));
+            let answers = scope.spawn(move || {
+                receive(t, [TAG_ANSWERS, TAG_ANSWER_ACKS], answers, |_, arc, new_name| Answer { arc, new_name })
+            });
             let steps = |figures: &mut RankFigures| -> Result<()> {
                 figures.requests_sent = self.ask(bar.as_ref())?;
                 let requests = joined(requests)?.finish()?;
@@ -174,7 +185,7 @@ impl RecodeRank<'_> {
     fn ask(&self, bar: &dyn ProgressBar) -> Result<u64> {
         let t = self.transport;
         let ranks = t.ranks() as u64;
-        let mut batches = Batches::new(t, TAG_REQUESTS, self.memory.batch_bytes);
+        let mut batches = Batches::new(t, [TAG_REQUESTS, TAG_REQUEST_ACKS], self.memory.batch_bytes);
         let arc_bytes = self.arc_bytes();
         let mut chunk = Vec::new();
         let mut arc = 0u64;
@@ -205,7 +216,7 @@ impl RecodeRank<'_> {
         let (rank, ranks) = (t.rank() as u64, t.ranks() as u64);
         let path = self.basic_dir.join("vertices");
         let mut vertices = EdgeStream::open(&path, self.counters.clone())?;
-        let mut batches = Batches::new(t, TAG_ANSWERS, self.memory.batch_bytes);
+        let mut batches = Batches::new(t, [TAG_ANSWERS, TAG_ANSWER_ACKS], self.memory.batch_bytes);
         let mut record = Vec::new();
         // The vertex at position `next_position - 1` and its old name.
         let mut current: Option<(u64, u64)> = None;
@@ -302,18 +313,21 @@ fn not_owned(path: &Path, request: &Request, rank: u64) -> Error {
     )
 }
 
-/// Pairs of u64s to each rank, sent in batches of about `limit` bytes; `finish` sends the rest
-/// and the end tag (an empty message) to every rank.
+/// Pairs of u64s to each rank, sent in batches of about `limit` bytes with tag `tags[0]`, at most
+/// [`BATCHES_IN_FLIGHT`] of them unacknowledged (`tags[1]`) per destination; `finish` sends the
+/// rest and the end tag (an empty message) to every rank, and waits for the last acknowledgements.
 struct Batches<'a> {
     transport: &'a dyn Transport,
-    tag: Tag,
+    tags: [Tag; 2],
     limit: usize,
     pending: Vec<Vec<u8>>,
+    in_flight: Vec<usize>,
 }
 
 impl<'a> Batches<'a> {
-    fn new(transport: &'a dyn Transport, tag: Tag, limit: usize) -> Self {
-        Batches { transport, tag, limit, pending: vec![Vec::new(); transport.ranks()] }
+    fn new(transport: &'a dyn Transport, tags: [Tag; 2], limit: usize) -> Self {
+        let ranks = transport.ranks();
+        Batches { transport, tags, limit, pending: vec![Vec::new(); ranks], in_flight: vec![0; ranks] }
     }
 
     fn push(&mut self, to: usize, a: u64, b: u64) -> Result<()> {
@@ -322,7 +336,25 @@ impl<'a> Batches<'a> {
         batch.extend_from_slice(&b.to_le_bytes());
         if batch.len() >= self.limit {
             let full = std::mem::take(batch);
-            self.transport.send(to, self.tag, full)?;
+            self.send(to, full)?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, to: usize, batch: Vec<u8>) -> Result<()> {
+        while self.in_flight[to] >= BATCHES_IN_FLIGHT {
+            self.take_ack()?;
+        }
+        self.transport.send(to, self.tags[0], batch)?;
+        self.in_flight[to] += 1;
+        Ok(())
+    }
+
+    fn take_ack(&mut self) -> Result<()> {
+        let ack = self.transport.recv(self.tags[1])?;
+        match self.in_flight.get_mut(ack.from) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => return Err(Error::Remote { rank: Some(ack.from), message: "acknowledged a batch never sent".into() }),
         }
         Ok(())
     }
@@ -331,24 +363,28 @@ impl<'a> Batches<'a> {
         for to in 0..self.pending.len() {
             let rest = std::mem::take(&mut self.pending[to]);
             if !rest.is_empty() {
-                self.transport.send(to, self.tag, rest)?;
+                self.send(to, rest)?;
             }
-            self.transport.send(to, self.tag, Vec::new())?;
+            self.transport.send(to, self.tags[0], Vec::new())?;
+        }
+        while self.in_flight.iter().any(|&n| n > 0) {
+            self.take_ack()?;
         }
         Ok(())
     }
 }
 
-/// Feeds the pairs received with `tag` into `sorter` until every rank's end tag has come.
+/// Feeds the pairs received with `tags[0]` into `sorter`, acknowledging each batch (`tags[1]`),
+/// until every rank's end tag has come.
 fn receive<T: SortRecord>(
     t: &dyn Transport,
-    tag: Tag,
+    tags: [Tag; 2],
     mut sorter: ExternalSorter<T>,
     record: impl Fn(usize, u64, u64) -> T,
 ) -> Result<ExternalSorter<T>> {
     let mut ended = 0;
     while ended < t.ranks() {
-        let envelope = t.recv(tag)?;
+        let envelope = t.recv(tags[0])?;
         if envelope.payload.is_empty() {
             ended += 1;
             continue;
@@ -362,6 +398,7 @@ fn receive<T: SortRecord>(
         for pair in envelope.payload.chunks_exact(16) {
             sorter.push(record(envelope.from, le_u64(pair, 0), le_u64(pair, 8)))?;
         }
+        t.send(envelope.from, tags[1], Vec::new())?;
     }
     Ok(sorter)
 }
