@@ -173,7 +173,7 @@ pub struct RankFigures {
     /// Recoding: (name, arc) requests this rank sent in superstep 1 and answered in superstep 2.
     pub requests_sent: u64,
     pub requests_answered: u64,
-    /// Recoding: sorted runs the request and response sorts spilled to disk (0: all in memory).
+    /// Recoding: sorted runs the request and answer sorts spilled to disk (0: all in memory).
     pub sort_runs_spilled: u64,
 }
 
