@@ -66,7 +66,7 @@ fn edge_list(name: &'static str, ids: IdType) -> TestGraph {
 fn reference(store: &Store, ranks: usize, recoded: bool) -> Vec<[Vec<u8>; 3]> {
     let n = store.num_vertices();
     let ids = store.ids().unwrap();
-    let original_order = store.manifest().orderings.last().map_or(true, |o| o == "none");
+    let original_order = store.manifest().orderings.last().is_none_or(|o| o == "none");
     let basic: Vec<u64> =
         if original_order && ids.id_type() == IdType::U64 { ids.all_u64().unwrap() } else { (0..n).collect() };
     let w = ranks as u64;

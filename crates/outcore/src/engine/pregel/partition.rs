@@ -291,7 +291,7 @@ impl RankMemory {
 
 /// Whether basic names are the original u64 ids (see the module docs).
 fn original_names(store: &Store) -> Result<bool> {
-    Ok(store.manifest().orderings.last().map_or(true, |o| o == "none") && store.ids()?.id_type() == IdType::U64)
+    Ok(store.manifest().orderings.last().is_none_or(|o| o == "none") && store.ids()?.id_type() == IdType::U64)
 }
 
 /// Writes this rank's files under `tmp` (through a basic scratch partition when recoding).

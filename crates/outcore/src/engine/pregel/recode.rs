@@ -223,7 +223,7 @@ impl RecodeRank<'_> {
         let mut next_position = 0;
         let mut answered = 0u64;
         while let Some(request) = requests.next_record()? {
-            while current.map_or(true, |(_, name)| name < request.name) {
+            while current.is_none_or(|(_, name)| name < request.name) {
                 if next_position == self.basic.vertices {
                     break;
                 }
@@ -241,7 +241,7 @@ impl RecodeRank<'_> {
             };
             batches.push(request.from as usize, request.arc, ranks * position + rank)?;
             answered += 1;
-            if answered % 65536 == 0 {
+            if answered.is_multiple_of(65536) {
                 self.cancel.check()?;
                 bar.inc(65536);
             }
