@@ -1,6 +1,7 @@
 //! `outcore`: the command-line front end. The only crate that knows clap and indicatif.
 
 mod commands;
+mod distributed;
 mod progress;
 
 use clap::{Parser, Subcommand};

@@ -172,3 +172,42 @@ fn parquet_output_by_extension() {
     assert_eq!(&bytes[..4], b"PAR1");
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
 }
+
+#[test]
+fn partition_runs_its_ranks_in_process_and_the_recoded_pregel_run_equals_inmem() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ok(&["generate", "rmat", "--scale", "9", "--seed", "4", "--output", &p("g.el")]);
+    ok(&["import", &p("g.el"), "--store", &p("s"), "--memory", "16MiB", "--quiet"]);
+    let out = outcore(&["partition", "--store", &p("s"), "--ranks", "3", "--recode", "--memory", "64MiB"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("partitioned into 3 ranks (Recoded names)") && stderr.contains("by 3 in-process ranks"),
+        "{stderr}"
+    );
+    for rank in 0..3 {
+        assert!(stderr.contains(&format!("rank {rank}:")) && stderr.contains("requests sent"), "{stderr}");
+        assert!(dir.path().join(format!("s/parts-3-recoded/rank-{rank}/edges-out")).exists());
+    }
+    // One process without mpirun is one rank: the recoded single-rank partition runs here.
+    ok(&["partition", "--store", &p("s"), "--recode", "--quiet"]);
+    ok(&["run", "pr", "--store", &p("s"), "--engine", "inmem", "--quiet", "-o", &p("inmem.txt")]);
+    ok(&["run", "pr", "--store", &p("s"), "--engine", "pregel", "--recode", "--quiet", "-o", &p("pregel.txt")]);
+    let read = |name: &str| -> Vec<(String, f64)> {
+        std::fs::read_to_string(p(name))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (v, x) = l.split_once(' ').unwrap();
+                (v.to_string(), x.parse().unwrap())
+            })
+            .collect()
+    };
+    let (expected, got) = (read("inmem.txt"), read("pregel.txt"));
+    assert_eq!(expected.len(), got.len());
+    for ((v, a), (w, b)) in expected.iter().zip(&got) {
+        assert_eq!(v, w);
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(*b), "vertex {v}: {a} vs {b}");
+    }
+}

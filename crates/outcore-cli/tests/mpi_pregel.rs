@@ -1,9 +1,12 @@
-//! `mpirun -n W outcore run ALGO --engine pregel` (feature `mpi`; `make test-mpi` runs it): the
-//! results of 2 and 4 MPI ranks, basic and recoded, equal the in-memory engine's, and a failing
-//! rank ends the job with a non-zero exit within seconds. Every mpirun runs under `timeout`.
+//! `mpirun -n W outcore partition` and `mpirun -n W outcore run ALGO --engine pregel` (feature
+//! `mpi`; `make test-mpi` runs it): the partition written by W MPI ranks in parallel, basic and
+//! recoded, is byte for byte the in-process job's, and the results of 2 and 4 MPI ranks on it
+//! equal the in-memory engine's; a `--ranks` that is not the world size is a clear error; a
+//! failing rank ends the job with a non-zero exit within seconds. Every mpirun runs under
+//! `timeout`.
 #![cfg(feature = "mpi")]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -67,6 +70,21 @@ fn assert_close(expected: &HashMap<String, String>, got: &HashMap<String, String
     }
 }
 
+/// Every file under `dir` (relative path → bytes).
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            out.extend(files(&path).into_iter().map(|(k, v)| (format!("{name}/{k}"), v)));
+        } else {
+            out.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
 #[test]
 fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,7 +99,15 @@ fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
             if recode {
                 args.push("--recode");
             }
+            // The in-process job (W threads) and the MPI job (W processes) write the same bytes.
             outcore(&args);
+            let dir_name = if recode { format!("parts-{ranks}-recoded") } else { format!("parts-{ranks}") };
+            let in_process = files(&Path::new(&store).join(&dir_name));
+            assert!(in_process.len() > ranks, "{in_process:?}");
+            // Under mpirun, --ranks defaults to the world size.
+            let output = mpirun(ranks, &args[..3].iter().chain(&args[5..]).copied().collect::<Vec<_>>());
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            assert!(files(&Path::new(&store).join(&dir_name)) == in_process, "{dir_name}: MPI partition differs");
             for algorithm in ["pr", "wcc", "sssp", "bfs", "cdlp", "pr-delta"] {
                 let what = format!("{algorithm} on {ranks} ranks, recode {recode}");
                 let expected = dir.path().join(format!("{algorithm}-inmem.txt"));
@@ -110,6 +136,17 @@ fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
             }
         }
     }
+}
+
+#[test]
+fn partition_ranks_other_than_the_world_size_are_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let output = mpirun(2, &["partition", "--store", &store, "--ranks", "3", "--recode"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && output.status.code() != Some(124), "{stderr}");
+    assert!(stderr.contains("--ranks 3 but mpirun started 2 ranks"), "{stderr}");
+    assert!(!Path::new(&store).join("parts-3-recoded").exists() && !Path::new(&store).join("parts-2-recoded").exists());
 }
 
 #[test]

@@ -79,15 +79,10 @@ fn pregel(
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions {
-                message_file_size,
-                recoded,
-                transport: Some(Arc::new(t.clone())),
-                ..PregelOptions::default()
-            },
+            pregel: PregelOptions { message_file_size, recoded, ..PregelOptions::default() },
             ..RunOptions::default()
         };
-        let runner = Runner::new(store, options);
+        let runner = Runner::new(store, options).with_transport(Arc::new(t.clone()));
         let result = run_algorithm(&runner, algorithm, params)?;
         Ok((result, runner.finish(algorithm)))
     })?;
@@ -191,15 +186,10 @@ fn missing_partition_and_small_budget_are_clear_errors() {
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(1 << 20),
-            pregel: PregelOptions {
-                message_file_size: 8 << 20,
-                recoded: true,
-                transport: Some(Arc::new(t.clone())),
-                ..PregelOptions::default()
-            },
+            pregel: PregelOptions { message_file_size: 8 << 20, recoded: true, ..PregelOptions::default() },
             ..RunOptions::default()
         };
-        run_algorithm(&Runner::new(&g.store, options), "pr", &p)
+        run_algorithm(&Runner::new(&g.store, options).with_transport(Arc::new(t.clone())), "pr", &p)
     })
     .unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
@@ -301,17 +291,12 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
                 let options = RunOptions {
                     engine: EngineKind::Pregel,
                     memory: MemoryBudget::new(64 << 20),
-                    pregel: PregelOptions {
-                        message_file_size: 4096,
-                        recoded,
-                        transport: Some(Arc::new(t.clone())),
-                        checkpoint_every: Some(3),
-                        resume,
-                    },
+                    pregel: PregelOptions { message_file_size: 4096, recoded, checkpoint_every: Some(3), resume },
                     ..RunOptions::default()
                 };
                 let cancel = CancelToken::new();
-                let mut runner = Runner::new(&g.store, options).with_cancel(cancel.clone());
+                let mut runner =
+                    Runner::new(&g.store, options).with_cancel(cancel.clone()).with_transport(Arc::new(t.clone()));
                 // Rank 1 dies after 5 supersteps (a checkpoint was taken after 3: resuming at an odd step
                 // also checks that the message tags of the steps' parity line up again).
                 if let (Some(after), 1) = (crash_after, t.rank()) {

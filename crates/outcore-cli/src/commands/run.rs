@@ -149,28 +149,8 @@ pub fn shards_options(
     })
 }
 
-/// The ranks of a distributed run: under `mpirun` (feature `mpi`) this process is one rank of
-/// an MPI job; started alone it is the only rank (`None`). MPI is initialised here, once.
-fn distributed_transport() -> anyhow::Result<Option<Arc<dyn outcore::transport::Transport>>> {
-    #[cfg(feature = "mpi")]
-    if outcore::transport::MpiTransport::launched_by_mpirun() {
-        return Ok(Some(Arc::new(outcore::transport::MpiTransport::init()?)));
-    }
-    #[cfg(not(feature = "mpi"))]
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
-        anyhow::bail!(outcore::Error::invalid(
-            "started by mpirun, but this outcore was built without the `mpi` feature (cargo build --features mpi)"
-        ));
-    }
-    Ok(None)
-}
-
-/// The pregel engine's options from the flags, with the run's transport.
-fn pregel_options(
-    args: &RunArgs,
-    engine: EngineKind,
-    transport: Option<Arc<dyn outcore::transport::Transport>>,
-) -> anyhow::Result<PregelOptions> {
+/// The pregel engine's options from the flags.
+fn pregel_options(args: &RunArgs) -> anyhow::Result<PregelOptions> {
     let mut options = PregelOptions {
         recoded: args.recode,
         checkpoint_every: args.checkpoint_every,
@@ -179,9 +159,6 @@ fn pregel_options(
     };
     if let Some(size) = &args.message_file_size {
         options.message_file_size = parse_size(size)?;
-    }
-    if engine == EngineKind::Pregel {
-        options.transport = transport;
     }
     Ok(options)
 }
@@ -231,19 +208,10 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
 }
 
 pub fn run(args: RunArgs, cancel: &CancelToken) -> anyhow::Result<()> {
-    let engine = EngineKind::parse(&args.engine)?;
-    let transport = distributed_transport()?;
-    let pregel = pregel_options(&args, engine, transport.clone())?;
+    let transport = crate::distributed::transport()?;
+    let pregel = pregel_options(&args)?;
     let outcome = run_with(args, pregel, transport.clone(), cancel);
-    // A failing rank ends the whole MPI job at once (with its error), instead of leaving the
-    // other ranks waiting for it.
-    if let (Err(error), Some(t)) = (&outcome, &transport) {
-        if t.ranks() > 1 {
-            let remote = outcore::Error::Remote { rank: Some(t.rank()), message: format!("{error:#}") };
-            t.abort(error.downcast_ref::<outcore::Error>().unwrap_or(&remote));
-        }
-    }
-    outcome
+    crate::distributed::abort_on_error(outcome, transport.as_ref())
 }
 
 fn run_with(

@@ -83,7 +83,8 @@ pub struct RunOptions {
     pub cache: cache::CacheOptions,
     /// Options of the shards engine (intervals, dynamic-shard policy).
     pub shards: shards::ShardsOptions,
-    /// Options of the pregel engine (message file size, recoded mode, the ranks' transport).
+    /// Options of the pregel engine (message file size, recoded mode; the ranks are the
+    /// runner's transport, [`Runner::with_transport`]).
     pub pregel: pregel::PregelOptions,
     /// Options of the nwsm engine (page size, ranks).
     pub nwsm: nwsm::NwsmOptions,
@@ -185,7 +186,10 @@ impl Runner {
         }
     }
 
-    /// Makes this process one rank of a distributed run (the nwsm engine then runs this rank).
+    /// Makes this process one rank of a distributed run: the pregel and nwsm engines then run
+    /// this rank of the job (under `mpirun`, or a thread of an [`InProcessTransport`] job).
+    ///
+    /// [`InProcessTransport`]: crate::transport::InProcessTransport
     pub fn with_transport(mut self, transport: Arc<dyn crate::transport::Transport>) -> Runner {
         self.transport = Some(transport);
         self
@@ -332,7 +336,7 @@ impl Runner {
     /// This process's rank and the number of ranks of the run (0 and 1 except on the pregel
     /// engine under mpirun or with an in-process transport).
     pub fn rank(&self) -> (usize, usize) {
-        match (&self.options.pregel.transport, self.engine) {
+        match (&self.transport, self.engine) {
             (Some(t), EngineKind::Pregel) => (t.rank(), t.ranks()),
             _ => (0, 1),
         }

@@ -4,7 +4,8 @@
 //!
 //! W ranks (threads under `cargo test`, processes under `mpirun -n W`; see [`crate::transport`])
 //! each own the vertices with hash(name) = name mod W of a partitioned store
-//! ([`partition`]: `outcore partition --store DIR --ranks W [--recode]`). Per rank (§3):
+//! ([`partition`]: `outcore partition --store DIR --ranks W [--recode]`, itself a W-rank job; the
+//! recoded names come from GraphD §5's 3-superstep recoding job, [`recode`]). Per rank (§3):
 //! - the state array A of its vertices stays in memory: O(|V|/W);
 //! - the edge stream S^E (adjacency lists in the order of A) is read sequentially through a
 //!   64 KiB buffer, and `skip(k)` over vertices that do not compute seeks only when it leaves the
@@ -40,9 +41,8 @@
 mod checkpoint;
 pub mod partition;
 mod rank;
+mod recode;
 mod streams;
-
-use std::sync::Arc;
 
 use crate::engine::Runner;
 use crate::error::Result;
@@ -56,15 +56,14 @@ use rank::{ListCursor, RankSettings, StepProgram, Totals, VertexRecord};
 /// The default size of a message file (GraphD's B).
 pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;
 
-/// Options of the pregel engine.
-#[derive(Clone)]
+/// Options of the pregel engine. The ranks of the job are the runner's transport
+/// ([`Runner::with_transport`]); without one this process runs alone, as one rank.
+#[derive(Debug, Clone)]
 pub struct PregelOptions {
     /// Largest outgoing message file (`--message-file-size`).
     pub message_file_size: u64,
     /// Run on the recoded partition (`parts-W-recoded`, `--recode`).
     pub recoded: bool,
-    /// The ranks of the job; `None`: this process alone (one rank).
-    pub transport: Option<Arc<dyn Transport>>,
     /// Checkpoint every N supersteps (`--checkpoint-every N`).
     pub checkpoint_every: Option<usize>,
     /// Go on from the last checkpoint (`--resume`).
@@ -76,28 +75,14 @@ impl Default for PregelOptions {
         PregelOptions {
             message_file_size: DEFAULT_MESSAGE_FILE_SIZE,
             recoded: false,
-            transport: None,
             checkpoint_every: None,
             resume: false,
         }
     }
 }
 
-impl std::fmt::Debug for PregelOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PregelOptions")
-            .field("message_file_size", &self.message_file_size)
-            .field("recoded", &self.recoded)
-            .field("checkpoint_every", &self.checkpoint_every)
-            .field("resume", &self.resume)
-            .field("ranks", &self.transport.as_ref().map_or(1, |t| t.ranks()))
-            .finish()
-    }
-}
-
 fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result<T>) -> Result<T> {
-    let options = &runner.options().pregel;
-    match &options.transport {
+    match runner.transport() {
         Some(t) => run(t.as_ref()),
         None => run(&InProcessTransport::single()),
     }

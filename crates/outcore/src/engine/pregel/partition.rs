@@ -1,4 +1,5 @@
-//! Partitioning a store for the `pregel` engine: `outcore partition --store DIR --ranks W [--recode]`.
+//! Partitioning a store for the `pregel` engine: `outcore partition --store DIR --ranks W [--recode]`,
+//! a W-rank job (threads over [`InProcessTransport`] in one process, or `mpirun -n W`).
 //!
 //! GraphD §3.1: every rank owns the vertices with hash(v) = id(v) mod W; on its local disk it
 //! keeps the state array A of its vertices and its edge stream S^E, the adjacency lists of those
@@ -19,10 +20,25 @@
 //!   the vertex at position `pos` of rank `i`'s A, so the receiver (and the sender's combiner)
 //!   find a message's slot as `pos = name / W` in memory, with no external sort.
 //!
-//! GraphD computes the recoded names with a 3-superstep job over the basic partition; this
-//! single-process partitioner reaches the same names directly from a table of |V| names (8 bytes
-//! per vertex, checked against the budget) while streaming the CSR once. The whole directory is
-//! written under a temporary name and renamed into place when complete.
+//! # The job
+//! Every rank builds its own `rank-i/` in parallel ([`partition_rank`]):
+//! 1. **Basic partition.** Each rank streams the whole CSR (out- and in-layout, in chunks sized
+//!    from the budget) and keeps the lists of the vertices it owns. This reads the CSR W times in
+//!    all (once per rank, sequentially) but sends no arc over the transport; the alternative —
+//!    ranks split the vertex range and exchange arcs — reads it once but moves every arc through
+//!    the network, which on one machine (the common case here) costs more than a sequential
+//!    re-read from the page cache. With original u64 names, a rank also holds the table of
+//!    original ids (8 bytes per vertex) to name the targets; dense names need no table.
+//! 2. **Recoding** (`--recode`, [`super::recode`]): GraphD §5's 3-superstep job over the basic
+//!    partition, in which no rank holds more than its own share of the names.
+//!
+//! The build is atomic for the whole job: every rank writes under a temporary directory named by
+//! rank 0; rank 0 gathers the ranks' outcomes, and only once all of them succeeded does it write
+//! `partition.json` and rename the directory into place (an older partition is replaced only
+//! then). A failing rank fails the job (in-process the other ranks' transport calls fail; under
+//! MPI the front end aborts the world), and rank 0 removes the temporary directory, so nothing
+//! half-written looks valid. The ranks must see the store directory at the same path (one
+//! machine, or a shared file system).
 
 use std::path::{Path, PathBuf};
 
@@ -32,12 +48,15 @@ use crate::error::{Error, IoContext, Result};
 use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
 use crate::store::files::StoreFileWriter;
 use crate::store::{Direction, IdType, Store};
+use crate::transport::{InProcessTransport, Transport};
 
 /// Bytes of one record of `vertices`.
 pub const VERTEX_RECORD_BYTES: u64 = 32;
 /// Version of the partition format.
 const FORMAT_VERSION: u32 = 1;
 const DESCRIPTION_FILE: &str = "partition.json";
+/// The most ranks a partition may have.
+pub const MAX_RANKS: usize = 4096;
 
 /// How vertex names are chosen (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,8 +149,43 @@ pub fn open(store: &Store, ranks: usize, recoded: bool) -> Result<PartitionInfo>
     Ok(info)
 }
 
-/// Writes the partition of `store` into `ranks` ranks (replacing an older one only once the new
-/// one is complete) and returns its description.
+/// One rank's part of a partitioning job.
+pub struct PartitionJob<'a> {
+    pub store: &'a Store,
+    /// Write the recoded partition (`--recode`).
+    pub recoded: bool,
+    /// This rank's memory budget (under mpirun: the process's `--memory`; in-process the ranks
+    /// share the process's budget, see [`partition_in_process`]).
+    pub memory: MemoryBudget,
+    /// The recoding job's sort buffers (each of the two), instead of the share of the budget
+    /// they get by default; small values force the external sort to spill (tests).
+    pub sort_buffer_bytes: Option<u64>,
+    pub progress: &'a dyn Progress,
+    pub cancel: &'a CancelToken,
+}
+
+/// What one rank did, beside the partition it wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankFigures {
+    pub rank: usize,
+    /// Arcs of the CSR this rank streamed (every arc, in both layouts).
+    pub csr_arcs_read: u64,
+    /// Recoding: (name, arc) requests this rank sent in superstep 1 and answered in superstep 2.
+    pub requests_sent: u64,
+    pub requests_answered: u64,
+    /// Recoding: sorted runs the request and answer sorts spilled to disk (0: all in memory).
+    pub sort_runs_spilled: u64,
+}
+
+/// The outcome of a rank: the description of the whole partition, and its own figures.
+#[derive(Debug, Clone)]
+pub struct RankOutcome {
+    pub info: PartitionInfo,
+    pub figures: RankFigures,
+}
+
+/// Writes the partition of `store` into `ranks` ranks, run as a `ranks`-rank job in this process
+/// (replacing an older partition only once the new one is complete), and returns its description.
 pub fn partition(
     store: &Store,
     ranks: usize,
@@ -140,182 +194,281 @@ pub fn partition(
     progress: &dyn Progress,
     cancel: &CancelToken,
 ) -> Result<PartitionInfo> {
-    if ranks == 0 || ranks > 4096 {
-        return Err(Error::invalid(format!("--ranks must be between 1 and 4096, not {ranks}")));
+    let job = PartitionJob { store, recoded, memory, sort_buffer_bytes: None, progress, cancel };
+    Ok(partition_in_process(&job, ranks)?.swap_remove(0).info)
+}
+
+/// Runs the job on `ranks` threads over [`InProcessTransport`] (the same code path as the ranks
+/// of `mpirun -n W`); the ranks share `job.memory` equally. Returns every rank's outcome.
+pub fn partition_in_process(job: &PartitionJob<'_>, ranks: usize) -> Result<Vec<RankOutcome>> {
+    check_ranks(ranks)?;
+    let share = MemoryBudget::new(job.memory.bytes() / ranks as u64);
+    let per_rank = PartitionJob { memory: share, ..*job };
+    InProcessTransport::run(ranks, |t| partition_rank(&per_rank, t))
+}
+
+fn check_ranks(ranks: usize) -> Result<()> {
+    if ranks == 0 || ranks > MAX_RANKS {
+        return Err(Error::invalid(format!("--ranks must be between 1 and {MAX_RANKS}, not {ranks}")));
     }
-    let n = store.num_vertices();
-    let buffers = 2 * ranks as u64 * (1 << 20) + (4 << 20);
-    let needed = n * 8 + buffers;
-    if needed > memory.bytes() {
-        return Err(Error::MemoryBudget(format!(
-            "partitioning {n} vertices into {ranks} ranks needs about {} (a name per vertex and a 1 MiB buffer \
-             per rank file) but the budget is {memory}",
-            format_size(needed)
-        )));
+    Ok(())
+}
+
+/// This rank's part of the partitioning job of `transport.ranks()` ranks: writes its own
+/// `rank-i/`; rank 0 then publishes the whole partition (see the module docs). Every rank of
+/// the job must call it with the same store and options.
+pub fn partition_rank(job: &PartitionJob<'_>, t: &dyn Transport) -> Result<RankOutcome> {
+    let (store, rank, ranks) = (job.store, t.rank(), t.ranks());
+    check_ranks(ranks)?;
+    let plan = RankMemory::plan(job, ranks)?;
+    // One temporary name for the whole job, chosen by rank 0.
+    let nonce = t.broadcast(0, std::process::id().to_le_bytes().to_vec())?;
+    let nonce = u32::from_le_bytes(nonce.get(..4).and_then(|b| b.try_into().ok()).unwrap_or_default());
+    let target = partition_dir(store, ranks, job.recoded);
+    let name = target.file_name().expect("a partition directory has a name").to_string_lossy().to_string();
+    let tmp = store.dir().join(format!(".{name}.tmp-{nonce}"));
+    let outcome =
+        build_rank(job, &plan, t, &tmp).and_then(|(part, figures)| publish(job, t, &tmp, &target, part, figures));
+    if outcome.is_err() {
+        // Every rank removes what it wrote, rank 0 the whole directory; whichever rank ends last
+        // removes the directory if another rank's files came after rank 0's removal.
+        let _ = std::fs::remove_dir_all(rank_dir(&tmp, rank));
+        let _ = std::fs::remove_dir_all(scratch_dir(&tmp, rank));
+        if rank == 0 {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        let _ = std::fs::remove_dir(&tmp);
     }
-    let names = vertex_names(store, ranks, recoded)?;
-    let naming = if recoded {
+    outcome
+}
+
+/// How a rank's budget is spent.
+pub(super) struct RankMemory {
+    /// Arcs of a CSR chunk read at once (per layout).
+    pub chunk_arcs: u64,
+    /// Bytes of each of the recoding job's two sort buffers, and of each sort's merge buffers.
+    pub sort_buffer_bytes: u64,
+    pub merge_bytes: u64,
+    /// Bytes of a batch of requests or responses to one rank.
+    pub batch_bytes: usize,
+}
+
+/// The file writers (1 MiB buffers) and the small reading buffers of a rank.
+const FIXED_BYTES: u64 = 4 << 20;
+/// Bytes a CSR chunk costs per arc while it is read (targets and weights, decoded and raw).
+const CHUNK_BYTES_PER_ARC: u64 = 32;
+
+impl RankMemory {
+    fn plan(job: &PartitionJob<'_>, ranks: usize) -> Result<RankMemory> {
+        let store = job.store;
+        let n = store.num_vertices();
+        let table = if original_names(store)? { n * 8 } else { 0 };
+        let batch_bytes = 64 << 10;
+        // Per destination: a batch being filled in each of two supersteps, four in flight.
+        let fixed = FIXED_BYTES + 6 * ranks as u64 * batch_bytes as u64;
+        let minimum = fixed + table + 2 * 4096 * CHUNK_BYTES_PER_ARC + (1 << 20);
+        let budget = job.memory.bytes();
+        if budget < minimum {
+            let table_note =
+                if table > 0 { format!(", the table of original ids ({})", format_size(table)) } else { String::new() };
+            return Err(Error::MemoryBudget(format!(
+                "partitioning into {ranks} ranks needs at least {} per rank (file and message buffers{table_note} \
+                 and a chunk of the CSR) but a rank's budget is {}",
+                format_size(minimum),
+                format_size(budget)
+            )));
+        }
+        let chunk_arcs = ((budget - fixed - table) / 2 / CHUNK_BYTES_PER_ARC).clamp(4096, 1 << 20);
+        // Recoding runs after the basic partition, whose table and chunks are freed by then: the
+        // two sorts (which may fill at the same time) take half of what is left beside the
+        // writers, their merges an eighth, and the rest is headroom for the batches in flight.
+        let spare = budget - fixed;
+        let sort_buffer_bytes = job.sort_buffer_bytes.unwrap_or(spare / 4).max(1 << 10);
+        let merge_bytes = (spare / 16).max(64 << 10);
+        Ok(RankMemory { chunk_arcs, sort_buffer_bytes, merge_bytes, batch_bytes })
+    }
+}
+
+/// Whether basic names are the original u64 ids (see the module docs).
+fn original_names(store: &Store) -> Result<bool> {
+    Ok(store.manifest().orderings.last().is_none_or(|o| o == "none") && store.ids()?.id_type() == IdType::U64)
+}
+
+/// Writes this rank's files under `tmp` (through a basic scratch partition when recoding).
+fn build_rank(
+    job: &PartitionJob<'_>,
+    plan: &RankMemory,
+    t: &dyn Transport,
+    tmp: &Path,
+) -> Result<(RankPart, RankFigures)> {
+    let rank = t.rank();
+    let mut figures = RankFigures { rank, ..RankFigures::default() };
+    if !job.recoded {
+        let part = write_basic_rank(job, plan, t, &rank_dir(tmp, rank), &mut figures)?;
+        return Ok((part, figures));
+    }
+    let scratch = scratch_dir(tmp, rank);
+    let basic = write_basic_rank(job, plan, t, &scratch, &mut figures)?;
+    let recoding = super::recode::RecodeRank {
+        transport: t,
+        basic_dir: &scratch,
+        basic: &basic,
+        out_dir: &rank_dir(tmp, rank),
+        directed: job.store.is_directed(),
+        weighted: job.store.is_weighted(),
+        counters: job.store.counters(),
+        memory: plan,
+        progress: job.progress,
+        cancel: job.cancel,
+    };
+    recoding.run(&mut figures)?;
+    std::fs::remove_dir_all(&scratch).context(|| format!("removing {}", scratch.display()))?;
+    Ok((basic, figures))
+}
+
+/// Where a rank writes its basic partition before recoding it.
+fn scratch_dir(tmp: &Path, rank: usize) -> PathBuf {
+    tmp.join(format!(".basic-{rank}"))
+}
+
+/// Rank 0 gathers every rank's part, writes `partition.json` and renames the partition into
+/// place once every rank has finished; every rank returns the description.
+fn publish(
+    job: &PartitionJob<'_>,
+    t: &dyn Transport,
+    tmp: &Path,
+    target: &Path,
+    mine: RankPart,
+    figures: RankFigures,
+) -> Result<RankOutcome> {
+    let store = job.store;
+    let parts = t
+        .all_gather(serde_json::to_vec(&mine).expect("a rank part serialises"))?
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            serde_json::from_slice(bytes)
+                .map_err(|e| Error::Remote { rank: Some(rank), message: format!("unreadable rank part: {e}") })
+        })
+        .collect::<Result<Vec<RankPart>>>()?;
+    let naming = if job.recoded {
         Naming::Recoded
-    } else if store.manifest().orderings.last().map_or(true, |o| o == "none") && store.ids()?.id_type() == IdType::U64 {
+    } else if original_names(store)? {
         Naming::Original
     } else {
         Naming::Dense
     };
-
-    let target = partition_dir(store, ranks, recoded);
-    let tmp =
-        store.dir().join(format!(".{}.tmp-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let built = write_parts(store, ranks, naming, &names, &tmp, progress, cancel);
-    let info = match built {
-        Ok(info) => info,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
+    let info = PartitionInfo {
+        format_version: FORMAT_VERSION,
+        ranks: t.ranks(),
+        naming,
+        vertices: store.num_vertices(),
+        arcs: store.num_arcs(),
+        directed: store.is_directed(),
+        weighted: store.is_weighted(),
+        parts,
     };
-    // Replace an older partition only now that the new one is complete.
+    let published = if t.rank() == 0 { install(store, &info, tmp, target).map_err(|e| e.to_string()) } else { Ok(()) };
+    // Every rank learns whether rank 0 published the partition.
+    let status = t.broadcast(0, published.err().unwrap_or_default().into_bytes())?;
+    if !status.is_empty() {
+        return Err(Error::Remote { rank: Some(0), message: String::from_utf8_lossy(&status).into_owned() });
+    }
+    Ok(RankOutcome { info, figures })
+}
+
+/// Rank 0: writes the description and renames the complete partition into place.
+fn install(store: &Store, info: &PartitionInfo, tmp: &Path, target: &Path) -> Result<()> {
+    let json = serde_json::to_vec_pretty(info).expect("partition description serialises");
+    crate::store::files::write_atomic(&tmp.join(DESCRIPTION_FILE), &json)
+        .context(|| format!("writing {}", tmp.join(DESCRIPTION_FILE).display()))?;
     let old =
         store.dir().join(format!(".{}.old-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
     if target.exists() {
-        std::fs::rename(&target, &old).context(|| format!("moving aside {}", target.display()))?;
+        std::fs::rename(target, &old).context(|| format!("moving aside {}", target.display()))?;
     }
-    std::fs::rename(&tmp, &target).context(|| format!("renaming {} into place", tmp.display()))?;
+    std::fs::rename(tmp, target).context(|| format!("renaming {} into place", tmp.display()))?;
     let _ = std::fs::remove_dir_all(&old);
-    crate::store::files::sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
-    Ok(info)
+    crate::store::files::sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))
 }
 
-/// The name of every vertex, by dense id.
-fn vertex_names(store: &Store, ranks: usize, recoded: bool) -> Result<Vec<u64>> {
-    let n = store.num_vertices();
-    let original_order = store.manifest().orderings.last().map_or(true, |o| o == "none");
-    let ids = store.ids()?;
-    let basic = if original_order && ids.id_type() == IdType::U64 { ids.all_u64()? } else { (0..n).collect() };
-    if !recoded {
-        return Ok(basic);
-    }
-    // GraphD §5: the vertex at position `pos` of rank `i`'s array (owned by basic hash, in name
-    // order, which is dense order) is renamed W·pos + i.
-    let w = ranks as u64;
-    let mut next_position = vec![0u64; ranks];
-    Ok(basic
-        .into_iter()
-        .map(|name| {
-            let rank = name % w;
-            let position = next_position[rank as usize];
-            next_position[rank as usize] += 1;
-            w * position + rank
-        })
-        .collect())
-}
-
-struct RankWriters {
-    vertices: StoreFileWriter,
-    out: StoreFileWriter,
-    inn: Option<StoreFileWriter>,
-    part: RankPart,
-}
-
-fn write_parts(
-    store: &Store,
-    ranks: usize,
-    naming: Naming,
-    names: &[u64],
+/// The basic-mode files of this rank: streams the whole CSR and keeps its own vertices.
+fn write_basic_rank(
+    job: &PartitionJob<'_>,
+    plan: &RankMemory,
+    t: &dyn Transport,
     dir: &Path,
-    progress: &dyn Progress,
-    cancel: &CancelToken,
-) -> Result<PartitionInfo> {
+    figures: &mut RankFigures,
+) -> Result<RankPart> {
+    let (store, rank, ranks) = (job.store, t.rank() as u64, t.ranks() as u64);
     let directed = store.is_directed();
-    let weighted = store.is_weighted();
     let counters = store.counters().clone();
-    let mut writers = (0..ranks)
-        .map(|r| {
-            let rd = rank_dir(dir, r);
-            Ok(RankWriters {
-                vertices: StoreFileWriter::create(&rd.join("vertices"), counters.clone())?,
-                out: StoreFileWriter::create(&rd.join("edges-out"), counters.clone())?,
-                inn: if directed {
-                    Some(StoreFileWriter::create(&rd.join("edges-in"), counters.clone())?)
-                } else {
-                    None
-                },
-                part: RankPart { vertices: 0, out_arcs: 0, in_arcs: 0 },
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    // Which rank owns a vertex: its basic name mod W (for recoded names the same rank).
-    let owner = |v: u64| (names[v as usize] % ranks as u64) as usize;
+    let names = if original_names(store)? { Some(store.ids()?.all_u64()?) } else { None };
+    let name_of = |v: u64| names.as_ref().map_or(v, |names| names[v as usize]);
+    let mut vertices = StoreFileWriter::create(&dir.join("vertices"), counters.clone())?;
+    let mut out = StoreFileWriter::create(&dir.join("edges-out"), counters.clone())?;
+    let mut inn = if directed { Some(StoreFileWriter::create(&dir.join("edges-in"), counters.clone())?) } else { None };
+    let mut part = RankPart { vertices: 0, out_arcs: 0, in_arcs: 0 };
 
-    let bar =
-        progress.start("partitioning", Some(store.num_arcs() * if directed { 2 } else { 1 }), ProgressUnit::Edges);
-    // Vertex records need both degrees: read the in-degrees first from the in-layout offsets.
-    let in_degrees = if directed { Some(SequentialLists::new(store, Direction::In)?) } else { None };
-    let mut out_lists = SequentialLists::new(store, Direction::Out)?;
-    let mut in_lists = in_degrees;
+    let total = store.num_arcs() * if directed { 2 } else { 1 };
+    let bar = job.progress.start(&format!("partitioning (rank {rank})"), Some(total), ProgressUnit::Edges);
+    let mut out_lists = SequentialLists::new(store, Direction::Out, plan.chunk_arcs)?;
+    let mut in_lists = if directed { Some(SequentialLists::new(store, Direction::In, plan.chunk_arcs)?) } else { None };
     let mut record = Vec::with_capacity(32);
     let mut arc = Vec::with_capacity(16);
     for v in 0..store.num_vertices() {
         if v % 65536 == 0 {
-            cancel.check()?;
+            job.cancel.check()?;
         }
-        let w = &mut writers[owner(v)];
+        let mine = name_of(v) % ranks == rank;
         let (out_targets, out_weights) = out_lists.next_list()?;
         let out_degree = out_targets.len() as u64;
-        write_list(&mut w.out, out_targets, out_weights, names, &mut arc)?;
-        w.part.out_arcs += out_degree;
         bar.inc(out_degree);
+        figures.csr_arcs_read += out_degree;
+        if mine {
+            write_list(&mut out, out_targets, out_weights, &name_of, &mut arc)?;
+        }
         let mut in_degree = 0;
-        if let (Some(lists), Some(inn)) = (in_lists.as_mut(), w.inn.as_mut()) {
+        if let (Some(lists), Some(inn)) = (in_lists.as_mut(), inn.as_mut()) {
             let (targets, weights) = lists.next_list()?;
             in_degree = targets.len() as u64;
-            write_list(inn, targets, weights, names, &mut arc)?;
-            w.part.in_arcs += in_degree;
             bar.inc(in_degree);
+            figures.csr_arcs_read += in_degree;
+            if mine {
+                write_list(inn, targets, weights, &name_of, &mut arc)?;
+            }
         }
+        if !mine {
+            continue;
+        }
+        part.out_arcs += out_degree;
+        part.in_arcs += in_degree;
         record.clear();
-        for x in [names[v as usize], v, out_degree, in_degree] {
+        for x in [name_of(v), v, out_degree, in_degree] {
             record.extend_from_slice(&x.to_le_bytes());
         }
-        w.vertices.write_all(&record)?;
-        w.part.vertices += 1;
+        vertices.write_all(&record)?;
+        part.vertices += 1;
     }
     bar.finish();
-    let mut parts = Vec::with_capacity(ranks);
-    for w in writers {
-        w.vertices.finish()?;
-        w.out.finish()?;
-        if let Some(inn) = w.inn {
-            inn.finish()?;
-        }
-        parts.push(w.part);
+    vertices.finish()?;
+    out.finish()?;
+    if let Some(inn) = inn {
+        inn.finish()?;
     }
-    let info = PartitionInfo {
-        format_version: FORMAT_VERSION,
-        ranks,
-        naming,
-        vertices: store.num_vertices(),
-        arcs: store.num_arcs(),
-        directed,
-        weighted,
-        parts,
-    };
-    let json = serde_json::to_vec_pretty(&info).expect("partition description serialises");
-    crate::store::files::write_atomic(&dir.join(DESCRIPTION_FILE), &json)
-        .context(|| format!("writing {}", dir.join(DESCRIPTION_FILE).display()))?;
-    Ok(info)
+    Ok(part)
 }
 
 fn write_list(
     out: &mut StoreFileWriter,
     targets: &[u64],
     weights: Option<&[f64]>,
-    names: &[u64],
+    name_of: &dyn Fn(u64) -> u64,
     arc: &mut Vec<u8>,
 ) -> Result<()> {
     arc.clear();
     for (i, &t) in targets.iter().enumerate() {
-        arc.extend_from_slice(&names[t as usize].to_le_bytes());
+        arc.extend_from_slice(&name_of(t).to_le_bytes());
         if let Some(w) = weights {
             arc.extend_from_slice(&w[i].to_le_bytes());
         }
@@ -335,13 +488,14 @@ struct SequentialLists {
     weights: Vec<f64>,
     /// Arc index of `targets[0]`.
     chunk_first_arc: u64,
+    /// Arcs read at once (at least, more for a longer list).
+    chunk_arcs: u64,
 }
 
 const CHUNK_VERTICES: u64 = 1 << 16;
-const CHUNK_ARCS: u64 = 1 << 20;
 
 impl SequentialLists {
-    fn new(store: &Store, direction: Direction) -> Result<Self> {
+    fn new(store: &Store, direction: Direction, chunk_arcs: u64) -> Result<Self> {
         Ok(SequentialLists {
             layout: store.csr(direction)?,
             next_vertex: 0,
@@ -350,6 +504,7 @@ impl SequentialLists {
             targets: Vec::new(),
             weights: Vec::new(),
             chunk_first_arc: 0,
+            chunk_arcs,
         })
     }
 
@@ -365,9 +520,9 @@ impl SequentialLists {
         let (start, end) = (self.offsets[self.at], self.offsets[self.at + 1]);
         let loaded_end = self.chunk_first_arc + self.targets.len() as u64;
         if end > loaded_end {
-            // Load from `start` up to the end of the vertex chunk or CHUNK_ARCS, whichever is later
+            // Load from `start` up to the end of the vertex chunk or `chunk_arcs`, whichever is later
             // than `end`.
-            let chunk_end = self.offsets[self.offsets.len() - 1].min(start + CHUNK_ARCS).max(end);
+            let chunk_end = self.offsets[self.offsets.len() - 1].min(start + self.chunk_arcs).max(end);
             self.layout.read_targets(start, chunk_end - start, &mut self.targets)?;
             if let Some(file) = &self.layout.weights {
                 let mut bytes = vec![0u8; ((chunk_end - start) * 8) as usize];
