@@ -61,7 +61,12 @@ fn pregel(store: &Store, ranks: usize, recoded: bool, params: &AlgorithmParams) 
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions { recoded, transport: Some(Arc::new(t.clone())), ..PregelOptions::default() },
+            pregel: PregelOptions {
+                message_file_size: 64 << 10,
+                recoded,
+                transport: Some(Arc::new(t.clone())),
+                ..PregelOptions::default()
+            },
             ..RunOptions::default()
         };
         run_algorithm(&Runner::new(store, options), "kmeans", params)
