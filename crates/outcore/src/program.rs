@@ -384,3 +384,36 @@ impl<T: Wire + Copy + Default, const K: usize> Wire for [T; K] {
         array
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates_fold_per_slot_merge_and_round_trip() {
+        let max = |a: f64, b: f64| a.max(b);
+        let mut a = Aggregates::new(3);
+        a.add(0, 2.0, max);
+        a.add(0, -1.0, max);
+        a.add(2, -5.0, max);
+        // Slot 1 had no contribution: reads 0; slot 2 keeps its only (negative) value.
+        assert_eq!(a.values(), [2.0, 0.0, -5.0]);
+        let mut b = Aggregates::new(3);
+        b.add(1, -7.0, max);
+        b.add(2, -6.0, max);
+        a.merge(&b, max);
+        assert_eq!(a.values(), [2.0, -7.0, -5.0]);
+        let mut bytes = vec![];
+        a.put(&mut bytes);
+        bytes.push(99);
+        let (back, used) = Aggregates::get(&bytes).unwrap();
+        assert_eq!((back, used), (a, 8 + 27));
+        assert!(Aggregates::get(&bytes[..20]).is_none());
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the program's aggregate_width() of 1")]
+    fn a_slot_past_the_width_is_a_clear_panic() {
+        Aggregates::new(1).add(1, 1.0, |a, b| a + b);
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::pregel::{partition, PregelOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
-use outcore::ingest::{import, ImportOptions};
+use outcore::ingest::{import, ImportOptions, InputFormat};
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
 use outcore::store::Store;
 use outcore::transport::InProcessTransport;
@@ -201,4 +201,33 @@ fn bad_inputs_are_clear_errors() {
     let uneven = points_store(&dir, &[vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0]]);
     let err = inmem(&uneven, &kmeans_params(2, None)).unwrap_err();
     assert!(err.to_string().contains("same number of coordinates"), "{err}");
+}
+
+#[test]
+fn the_points_format_imports_the_same_store_and_names_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let (points, _) = blobs(60, 3);
+    let by_edges = points_store(&dir, &points);
+    let mut text = String::from("# x y z\n");
+    for p in &points {
+        text.push_str(&format!("{} {},{}\n\n", p[0], p[1], p[2]));
+    }
+    std::fs::write(dir.path().join("points.txt"), text).unwrap();
+    let options =
+        ImportOptions { format: InputFormat::Points, memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let import_points = |name: &str, out: &str| {
+        import(&[dir.path().join(name)], &dir.path().join(out), &options, &NoProgress, &CancelToken::new())
+    };
+    let (store, report) = import_points("points.txt", "from-points").unwrap();
+    assert!(report.format.contains("points"), "{}", report.format);
+    assert!(store.is_directed() && store.is_weighted());
+    assert_eq!((store.num_vertices(), store.num_arcs()), (60, 180));
+    let expected = clusters(&inmem(&by_edges, &kmeans_params(4, None)).unwrap());
+    assert_eq!(clusters(&inmem(&store, &kmeans_params(4, None)).unwrap()), expected);
+
+    std::fs::write(dir.path().join("bad.txt"), "1 2\n3 4\n5\n").unwrap();
+    let err = import_points("bad.txt", "bad").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("bad.txt") && text.contains('3') && text.contains("point 2 has 1 coordinates"), "{text}");
+    assert!(!dir.path().join("bad").exists(), "nothing half-written");
 }

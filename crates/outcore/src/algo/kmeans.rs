@@ -9,9 +9,9 @@
 //! out-list is its coordinate vector in dimension order. Every vertex is a point and every
 //! point needs the same `d` (so there must be at least `d` points: the dimension indices are
 //! vertices too); a point with another number of arcs stops the run with an error naming it.
-//! A file of points, one `x_1 … x_d` per line, becomes such an edge list with
-//! `awk '{for (j = 1; j <= NF; j++) print NR - 1, j - 1, $j}' points.txt > points.el` and
-//! `outcore import points.el --weighted --store DIR`.
+//! `outcore import points.txt --format points --store DIR` builds it from one point
+//! `x_1 … x_d` per line ([`crate::ingest::InputFormat::Points`]); an edge list of
+//! `point dimension coordinate` lines imported with `--weighted` is the same store.
 //!
 //! **Supersteps.** In superstep 0 the initial centres (the first k points in original-id order,
 //! or k points sampled with `seed`) add their coordinates to the aggregator. In every later
