@@ -47,22 +47,24 @@ impl PointsParser {
         let lines = LineReader::new(input, "points")?;
         Ok(PointsParser { lines, path, points: 0, dimensions: None, coordinates: Vec::new() })
     }
+}
 
-    fn parse(&mut self, line: &[u8]) -> std::result::Result<(), String> {
-        self.coordinates.clear();
-        for token in Fields::new(line) {
-            self.coordinates.push(parse_weight(token).map_err(|e| e.into_message())?);
-        }
-        let d = *self.dimensions.get_or_insert(self.coordinates.len());
-        if self.coordinates.len() != d {
-            return Err(format!(
-                "point {} has {} coordinates but the first point has {d}",
-                self.points,
-                self.coordinates.len()
-            ));
-        }
-        Ok(())
+/// Parses one point into `coordinates`; the first point fixes `dimensions`.
+fn parse_point(
+    line: &[u8],
+    point: u64,
+    coordinates: &mut Vec<f64>,
+    dimensions: &mut Option<usize>,
+) -> std::result::Result<(), String> {
+    coordinates.clear();
+    for token in Fields::new(line) {
+        coordinates.push(parse_weight(token).map_err(|e| e.into_message())?);
     }
+    let d = *dimensions.get_or_insert(coordinates.len());
+    if coordinates.len() != d {
+        return Err(format!("point {point} has {} coordinates but the first point has {d}", coordinates.len()));
+    }
+    Ok(())
 }
 
 impl FileParser for PointsParser {
@@ -77,7 +79,7 @@ impl FileParser for PointsParser {
                 Some(first) if matches!(first.first(), Some(b'#' | b'%')) => continue,
                 Some(_) => {}
             }
-            if let Err(message) = self.parse(line) {
+            if let Err(message) = parse_point(line, self.points, &mut self.coordinates, &mut self.dimensions) {
                 bad_lines.handle(line_error(&self.path, line_number, &message, line))?;
                 continue;
             }
