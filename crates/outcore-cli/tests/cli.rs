@@ -160,6 +160,37 @@ fn the_memory_budget_is_enforced_with_its_exit_code() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("memory budget"));
 }
 
+/// The README's k-means recipe: points as `point dimension coordinate` lines, imported weighted,
+/// `run kmeans --k` on inmem and on the pregel engine; a point with a missing coordinate is a
+/// usage error naming it.
+#[test]
+fn kmeans_from_an_edge_list_of_points_on_inmem_and_pregel() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // Two groups in 2-d around (0, 0) and (10, 10); point ids 0..6.
+    let points = [[0.0, 0.0], [10.0, 10.0], [0.5, 0.0], [9.5, 10.0], [0.0, 1.0], [10.0, 9.0]];
+    let text: String = points
+        .iter()
+        .enumerate()
+        .flat_map(|(i, x)| x.iter().enumerate().map(move |(j, c)| format!("{i} {j} {c}\n")))
+        .collect();
+    std::fs::write(p("points.el"), text).unwrap();
+    ok(&["import", &p("points.el"), "--weighted", "--store", &p("s"), "--quiet"]);
+    ok(&["run", "kmeans", "--k", "2", "--store", &p("s"), "-o", &p("inmem.txt"), "--stats-json", &p("k.json"), "-q"]);
+    assert_eq!(std::fs::read_to_string(p("inmem.txt")).unwrap(), "0 0\n1 1\n2 0\n3 1\n4 0\n5 1\n");
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p("k.json")).unwrap()).unwrap();
+    assert_eq!(stats["summary"]["cluster_sizes"], serde_json::json!([3, 3]), "{stats}");
+    ok(&["partition", "--store", &p("s"), "--ranks", "1", "--quiet"]);
+    ok(&["run", "kmeans", "--k", "2", "--store", &p("s"), "--engine", "pregel", "-o", &p("pregel.txt"), "-q"]);
+    assert_eq!(std::fs::read_to_string(p("pregel.txt")).unwrap(), std::fs::read_to_string(p("inmem.txt")).unwrap());
+
+    std::fs::write(p("bad.el"), "0 0 1\n0 1 2\n1 0 3\n1 1 4\n2 0 5\n2 1 6\n2 2 7\n3 0 8\n").unwrap();
+    ok(&["import", &p("bad.el"), "--weighted", "--store", &p("bad"), "--quiet"]);
+    let out = outcore(&["run", "kmeans", "--k", "2", "--store", &p("bad"), "-q", "-o", &p("bad.txt")]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("point 2 has 3 coordinates"), "{out:?}");
+}
+
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_output_by_extension() {

@@ -219,3 +219,40 @@ fn a_killed_mpi_run_resumes_from_its_checkpoint() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_close(&values(&expected), &values(&got), "resumed pr");
 }
+
+/// kmeans on `mpirun -n 2`, basic and recoded: the centres travel as the aggregator between the
+/// MPI ranks and the clusters equal inmem's.
+#[test]
+fn kmeans_on_2_mpi_ranks_equals_inmem() {
+    let dir = tempfile::tempdir().unwrap();
+    let (points, store) = (dir.path().join("points.el"), dir.path().join("points"));
+    let mut state = 5u64;
+    let mut text = String::new();
+    for i in 0..300 {
+        for j in 0..4 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            text.push_str(&format!("{i} {j} {}\n", ((state >> 33) % 400) as f64 / 8.0));
+        }
+    }
+    std::fs::write(&points, text).unwrap();
+    let store = store.to_str().unwrap();
+    outcore(&["import", points.to_str().unwrap(), "--weighted", "--store", store, "--memory", "64MiB", "--quiet"]);
+    let expected = dir.path().join("kmeans-inmem.txt");
+    outcore(&["run", "kmeans", "--k", "5", "--store", store, "--quiet", "--output", expected.to_str().unwrap()]);
+    for recode in [false, true] {
+        let mut args = vec!["partition", "--store", store, "--ranks", "2"];
+        if recode {
+            args.push("--recode");
+        }
+        outcore(&args);
+        let got = dir.path().join(format!("kmeans-{recode}.txt"));
+        let mut run = vec!["run", "kmeans", "--k", "5", "--store", store, "--engine", "pregel", "--quiet"];
+        run.extend(["--output", got.to_str().unwrap()]);
+        if recode {
+            run.push("--recode");
+        }
+        let output = mpirun(2, &run);
+        assert!(output.status.success(), "recode {recode}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(values(&expected), values(&got), "kmeans on 2 ranks, recode {recode}");
+    }
+}

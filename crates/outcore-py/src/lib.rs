@@ -346,6 +346,7 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "tolerance" => p.tolerance = Some(value.extract()?),
             "sweeps" => p.sweeps = Some(value.extract()?),
             "unnormalized" => p.unnormalized = value.extract()?,
+            "k" => p.k = Some(value.extract()?),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
             }

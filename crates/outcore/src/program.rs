@@ -143,6 +143,12 @@ pub trait VertexProgram: Sync + Send {
     fn end_iteration(&self, _iteration: usize, _active_vertices: u64) -> Control {
         Control::Continue
     }
+
+    /// What identifies this run's parameters in a checkpoint; see
+    /// [`PregelProgram::checkpoint_key`].
+    fn checkpoint_key(&self) -> String {
+        String::new()
+    }
 }
 
 /// What a Pregel `compute` can see and do for one vertex in one superstep.
@@ -158,10 +164,88 @@ pub trait PregelContext<M> {
     fn in_neighbors(&self) -> &[VertexId];
     fn send(&mut self, target: VertexId, message: M);
     fn vote_to_halt(&mut self);
-    /// Adds to this superstep's aggregate (folded with [`PregelProgram::aggregate`]).
-    fn aggregate(&mut self, value: f64);
-    /// The aggregate of the previous superstep (0 in superstep 0).
-    fn previous_aggregate(&self) -> f64;
+    /// Adds `value` to slot `slot` of this superstep's aggregates (folded with
+    /// [`PregelProgram::aggregate`]); `slot < aggregate_width()`, else it panics.
+    fn aggregate_at(&mut self, slot: usize, value: f64);
+    /// The aggregates of the previous superstep, `aggregate_width()` slots (0 where nobody
+    /// contributed, and all 0 in superstep 0).
+    fn previous_aggregates(&self) -> &[f64];
+    /// Adds to slot 0 of this superstep's aggregates (the single aggregator of most programs).
+    fn aggregate(&mut self, value: f64) {
+        self.aggregate_at(0, value);
+    }
+    /// Slot 0 of the previous superstep's aggregates (0 in superstep 0).
+    fn previous_aggregate(&self) -> f64 {
+        self.previous_aggregates().first().copied().unwrap_or(0.0)
+    }
+}
+
+/// One superstep's aggregator: `width` slots, each folded element-wise with
+/// [`PregelProgram::aggregate`] over the contributions of every vertex (and, on distributed
+/// engines, over the ranks right after computation). A slot nobody contributed to reads 0.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Aggregates {
+    values: Vec<f64>,
+    contributed: Vec<bool>,
+}
+
+impl Aggregates {
+    pub fn new(width: usize) -> Aggregates {
+        Aggregates { values: vec![0.0; width], contributed: vec![false; width] }
+    }
+
+    pub fn width(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The slots (0 where nobody contributed).
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Folds `value` into `slot` with `fold` (the program's `aggregate`).
+    pub fn add(&mut self, slot: usize, value: f64, fold: impl Fn(f64, f64) -> f64) {
+        assert!(
+            slot < self.width(),
+            "aggregate slot {slot} is outside the program's aggregate_width() of {}",
+            self.width()
+        );
+        self.values[slot] = if self.contributed[slot] { fold(self.values[slot], value) } else { value };
+        self.contributed[slot] = true;
+    }
+
+    /// Folds every contributed slot of `other` into `self` (the slots are then folded in the
+    /// order `self`, `other`: callers merge ranks in rank order).
+    pub fn merge(&mut self, other: &Aggregates, fold: impl Fn(f64, f64) -> f64) {
+        for slot in 0..other.width().min(self.width()) {
+            if other.contributed[slot] {
+                self.add(slot, other.values[slot], &fold);
+            }
+        }
+    }
+
+    /// Appends the encoding: width, then a flag and a value per slot.
+    pub fn put(&self, out: &mut Vec<u8>) {
+        (self.width() as u64).put(out);
+        for (value, contributed) in self.values.iter().zip(&self.contributed) {
+            contributed.put(out);
+            value.put(out);
+        }
+    }
+
+    /// Decodes what [`put`](Self::put) wrote; `None` when `bytes` is too short. Returns the
+    /// aggregates and the number of bytes read.
+    pub fn get(bytes: &[u8]) -> Option<(Aggregates, usize)> {
+        let width = u64::get(bytes.get(..8)?) as usize;
+        let end = width.checked_mul(9)?.checked_add(8)?;
+        let slots = bytes.get(8..end)?;
+        let mut aggregates = Aggregates::new(width);
+        for (slot, record) in slots.chunks_exact(9).enumerate() {
+            aggregates.contributed[slot] = bool::get(record);
+            aggregates.values[slot] = f64::get(&record[1..]);
+        }
+        Some((aggregates, end))
+    }
 }
 
 /// A vertex-centric program over all incoming messages (Pregel, GraphD).
@@ -195,7 +279,13 @@ pub trait PregelProgram: Sync + Send {
         false
     }
 
-    /// Folds two aggregate contributions (default: sum).
+    /// The number of aggregator slots (default 1): k-means carries its centres' sums and
+    /// counts as one vector aggregator.
+    fn aggregate_width(&self) -> usize {
+        1
+    }
+
+    /// Folds two contributions to one aggregate slot (default: sum).
     fn aggregate(&self, a: f64, b: f64) -> f64 {
         a + b
     }
@@ -204,8 +294,23 @@ pub trait PregelProgram: Sync + Send {
         None
     }
 
+    /// Called after superstep `superstep` with slot 0 of its aggregates (via the default
+    /// [`end_superstep_aggregates`](Self::end_superstep_aggregates)).
     fn end_superstep(&self, _superstep: usize, _aggregate: f64) -> Control {
         Control::Continue
+    }
+
+    /// Called after superstep `superstep` with all its aggregate slots; engines call this one.
+    /// The default hands slot 0 to [`end_superstep`](Self::end_superstep).
+    fn end_superstep_aggregates(&self, superstep: usize, aggregates: &[f64]) -> Control {
+        self.end_superstep(superstep, aggregates.first().copied().unwrap_or(0.0))
+    }
+
+    /// What identifies this run's parameters in a checkpoint (the pregel engine refuses to
+    /// `--resume` from a checkpoint with another key). Programs with parameters (a source, k,
+    /// an iteration count) must include them; the default is empty.
+    fn checkpoint_key(&self) -> String {
+        String::new()
     }
 }
 
@@ -277,5 +382,38 @@ impl<T: Wire + Copy + Default, const K: usize> Wire for [T; K] {
             *x = T::get(&bytes[i * T::BYTES..]);
         }
         array
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates_fold_per_slot_merge_and_round_trip() {
+        let max = |a: f64, b: f64| a.max(b);
+        let mut a = Aggregates::new(3);
+        a.add(0, 2.0, max);
+        a.add(0, -1.0, max);
+        a.add(2, -5.0, max);
+        // Slot 1 had no contribution: reads 0; slot 2 keeps its only (negative) value.
+        assert_eq!(a.values(), [2.0, 0.0, -5.0]);
+        let mut b = Aggregates::new(3);
+        b.add(1, -7.0, max);
+        b.add(2, -6.0, max);
+        a.merge(&b, max);
+        assert_eq!(a.values(), [2.0, -7.0, -5.0]);
+        let mut bytes = vec![];
+        a.put(&mut bytes);
+        bytes.push(99);
+        let (back, used) = Aggregates::get(&bytes).unwrap();
+        assert_eq!((back, used), (a, 8 + 27));
+        assert!(Aggregates::get(&bytes[..20]).is_none());
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the program's aggregate_width() of 1")]
+    fn a_slot_past_the_width_is_a_clear_panic() {
+        Aggregates::new(1).add(1, 1.0, |a, b| a + b);
     }
 }

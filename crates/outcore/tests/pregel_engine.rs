@@ -161,6 +161,59 @@ fn undirected_er_recoded_equals_inmem() {
     equals_inmem_on_1_to_4_ranks("er", &er(), true);
 }
 
+/// 240 points in 3-d (an arc `i → j` of weight `x_j` per coordinate), coordinates multiples of
+/// 1/4 so that the centres' sums are exact whatever order the ranks fold them in.
+fn points() -> TestGraph {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = 17u64;
+    let mut next = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % 200
+    };
+    let text: String = (0..240)
+        .flat_map(|i| (0..3).map(move |j| (i, j)))
+        .map(|(i, j)| format!("{i} {j} {}\n", next() as f64 / 4.0))
+        .collect();
+    let path = dir.path().join("points.el");
+    std::fs::write(&path, text).unwrap();
+    let options =
+        ImportOptions { weighted: Some(true), memory: MemoryBudget::new(64 << 20), ..ImportOptions::default() };
+    let (store, _) =
+        outcore::ingest::import(&[path], &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    TestGraph { _dir: dir, store, source: "0".into() }
+}
+
+/// kmeans (centres as a vector aggregator, coordinates streamed from S^E) on W = 1..=4 ranks,
+/// basic and recoded, equals inmem.
+#[test]
+fn kmeans_on_1_to_4_ranks_basic_and_recoded_equals_inmem() {
+    let g = points();
+    for recoded in [false, true] {
+        for ranks in 1..=4 {
+            partition::partition(
+                &g.store,
+                ranks,
+                recoded,
+                MemoryBudget::new(64 << 20),
+                &NoProgress,
+                &CancelToken::new(),
+            )
+            .unwrap();
+            for (k, seed) in [(3, None), (6, Some(2))] {
+                let p = AlgorithmParams { k: Some(k), seed, ..AlgorithmParams::default() };
+                let expected = inmem(&g.store, "kmeans", &p);
+                let (got, stats) = pregel(&g.store, ranks, recoded, 4096, "kmeans", &p).unwrap();
+                let what = format!("kmeans k={k} W={ranks} recoded={recoded}");
+                assert_same("kmeans", &expected, &got, &what);
+                assert_eq!(expected.summary, got.summary, "{what}");
+                assert!(stats[0].iterations > 2, "{what}: {} supersteps", stats[0].iterations);
+                let edges: u64 = stats.iter().flat_map(|s| &s.per_iteration).map(|i| i.edges_processed).sum();
+                assert_eq!(edges, stats[0].iterations as u64 * 720, "{what}: every step streams every coordinate");
+            }
+        }
+    }
+}
+
 #[test]
 fn default_file_size_and_single_rank_without_transport_equal_inmem() {
     let g = rmat();
@@ -315,5 +368,49 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
         assert_same(algorithm, &inmem(&g.store, algorithm, &p), &resumed, &what);
         let dir = partition::rank_dir(&partition::partition_dir(&g.store, 3, recoded), 0);
         assert!(!dir.join("checkpoint").exists(), "{what}: a completed run removes its checkpoint");
+    }
+}
+
+/// Checkpoints are keyed by the program and its parameters: resuming pr with another damping or
+/// kmeans with another k is refused with a clear error, and the same parameters still resume.
+#[test]
+fn resuming_with_other_parameters_is_refused() {
+    let g = points();
+    partition::partition(&g.store, 2, false, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    let run = |algorithm: &str, p: &AlgorithmParams, crash_after: Option<u64>, resume: bool| {
+        InProcessTransport::run(2, |t| {
+            let options = RunOptions {
+                engine: EngineKind::Pregel,
+                memory: MemoryBudget::new(64 << 20),
+                pregel: PregelOptions {
+                    message_file_size: 4096,
+                    recoded: false,
+                    transport: Some(Arc::new(t.clone())),
+                    checkpoint_every: Some(2),
+                    resume,
+                },
+                ..RunOptions::default()
+            };
+            let cancel = CancelToken::new();
+            let mut runner = Runner::new(&g.store, options).with_cancel(cancel.clone());
+            if let (Some(after), 0) = (crash_after, t.rank()) {
+                runner = runner.with_progress(Arc::new(CrashAfter { after, cancel }));
+            }
+            run_algorithm(&runner, algorithm, p)
+        })
+    };
+    let pr = |damping| AlgorithmParams { iterations: Some(10), damping: Some(damping), ..AlgorithmParams::default() };
+    let kmeans = |k| AlgorithmParams { k: Some(k), ..AlgorithmParams::default() };
+    for (algorithm, first, other) in [("pr", pr(0.85), pr(0.9)), ("kmeans", kmeans(5), kmeans(4))] {
+        assert!(matches!(run(algorithm, &first, Some(3), false).unwrap_err(), Error::Interrupted));
+        let err = run(algorithm, &other, None, true).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{algorithm}: {err}");
+        let text = err.to_string();
+        assert!(text.contains("drop --resume") && text.contains("same algorithm, parameters"), "{text}");
+        // Another algorithm is refused too.
+        let err = run("cdlp", &AlgorithmParams { iterations: Some(10), ..AlgorithmParams::default() }, None, true);
+        assert!(err.unwrap_err().to_string().contains("drop --resume"));
+        let resumed = run(algorithm, &first, None, true).unwrap().swap_remove(0);
+        assert_same(algorithm, &inmem(&g.store, algorithm, &first), &resumed, algorithm);
     }
 }

@@ -214,6 +214,18 @@ class Graph:
         """Community detection by label propagation (Graphalytics)."""
         return self.run("cdlp", iterations=iterations, **kw)
 
+    def kmeans(self, k: int = 2, max_iterations: int = 100, seed: Optional[int] = None, **kw: Any) -> Result:
+        """k-means (Lloyd) over points stored as arcs ``v -> j`` with weight ``x_j`` per
+        dimension ``j``; the cluster index (0..k) per point. The first k points are the initial
+        centres unless ``seed`` samples them.
+
+        >>> g = Graph.from_edges([0, 0, 1, 1, 2, 2, 3, 3], [0, 1, 0, 1, 0, 1, 0, 1],
+        ...                      weights=[0.0, 0.0, 10.0, 10.0, 0.0, 1.0, 10.0, 11.0])
+        >>> g.kmeans(k=2, progress=False).values.tolist()
+        [0, 1, 0, 1]
+        """
+        return self.run("kmeans", k=k, iterations=max_iterations, seed=seed, **kw)
+
     def lcc(self, **kw: Any) -> Result:
         """Local clustering coefficient (Graphalytics definition)."""
         return self.run("lcc", **kw)

@@ -18,7 +18,8 @@ pub struct ImportArgs {
     /// The store directory to create (replaced only once the new store is complete).
     #[arg(long)]
     store: PathBuf,
-    /// auto, edgelist, csv, mtx, graphalytics, bin32, bin64.
+    /// auto, edgelist, csv, mtx, graphalytics, bin32, bin64, points (k-means: one point
+    /// `x_1 ... x_d` per line; point i gets an arc i -> j of weight x_j).
     #[arg(long, default_value = "auto")]
     format: String,
     /// Memory budget for the whole import (default: a quarter of RAM), e.g. 1GiB.

@@ -53,9 +53,12 @@ pub struct RunArgs {
     /// Random seed for sampled choices.
     #[arg(long)]
     seed: Option<u64>,
-    /// Iterations: pr, cdlp.
+    /// Iterations: pr, cdlp; the most iterations: pr-delta, kmeans (default 100).
     #[arg(long)]
     iterations: Option<usize>,
+    /// Number of clusters: kmeans (default 2).
+    #[arg(long)]
+    k: Option<usize>,
     /// PageRank damping factor.
     #[arg(long)]
     damping: Option<f64>,
@@ -203,6 +206,7 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         tolerance: args.tolerance,
         sweeps: args.sweeps,
         unnormalized: args.unnormalized,
+        k: args.k,
         ..AlgorithmParams::default()
     }
 }

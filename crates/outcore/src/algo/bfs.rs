@@ -44,6 +44,9 @@ impl VertexProgram for Bfs {
     fn message_kind(&self) -> MessageKind {
         MessageKind::Value
     }
+    fn checkpoint_key(&self) -> String {
+        format!("source {}, direction {:?}", self.source, self.direction)
+    }
     fn direction(&self) -> EdgeDirection {
         self.direction
     }

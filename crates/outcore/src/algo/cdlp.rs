@@ -90,6 +90,9 @@ impl PregelProgram for Cdlp<'_> {
     fn max_supersteps(&self) -> Option<usize> {
         Some(self.iterations + 1)
     }
+    fn checkpoint_key(&self) -> String {
+        format!("iterations {}", self.iterations)
+    }
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {

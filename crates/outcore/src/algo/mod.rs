@@ -59,6 +59,8 @@ pub struct AlgorithmParams {
     pub sweeps: Option<usize>,
     /// Raw instead of normalised values: bc (default false: normalised as networkx).
     pub unnormalized: bool,
+    /// Number of clusters: kmeans (default 2).
+    pub k: Option<usize>,
 }
 
 pub mod bc;
@@ -67,6 +69,7 @@ pub mod bp;
 pub mod cdlp;
 pub mod diameter;
 pub mod heat;
+pub mod kmeans;
 pub mod lcc;
 pub mod msbfs;
 pub mod mssp;
@@ -94,6 +97,7 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("tc", "triangle count: total and per vertex, directions ignored (TurboGraph++ Figure 19; engines inmem, nwsm)"),
     ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
     ("heat", "heat simulation: steady temperature from --sources (or --num-sources) with conduction --damping (0.5)"),
+    ("kmeans", "k-means (Lloyd) over points stored as arcs v -> dimension j of weight x_j: --k, --iterations (max, 100), --seed; cluster per point"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
@@ -175,6 +179,15 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 max_iterations: params.iterations,
             };
             heat::run(runner, &config)?.into()
+        }
+        "kmeans" => {
+            let defaults = kmeans::Config::default();
+            let config = kmeans::Config {
+                k: params.k.unwrap_or(defaults.k),
+                max_iterations: params.iterations.unwrap_or(defaults.max_iterations),
+                seed: params.seed,
+            };
+            kmeans::run(runner, &config)?.into()
         }
         "bp" => {
             let config = bp::Config {

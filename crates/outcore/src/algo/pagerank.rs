@@ -82,6 +82,9 @@ impl VertexProgram for PageRank {
     fn max_iterations(&self) -> Option<usize> {
         Some(self.iterations)
     }
+    fn checkpoint_key(&self) -> String {
+        format!("damping {}, iterations {}", self.damping, self.iterations)
+    }
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {

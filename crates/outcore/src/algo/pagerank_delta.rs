@@ -103,6 +103,9 @@ impl VertexProgram for PageRankDelta {
     fn max_iterations(&self) -> Option<usize> {
         self.config.max_iterations
     }
+    fn checkpoint_key(&self) -> String {
+        format!("{:?}", self.config)
+    }
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<PageRankDeltaOutput> {

@@ -39,6 +39,9 @@ impl VertexProgram for Sssp {
     fn message_kind(&self) -> MessageKind {
         MessageKind::Value
     }
+    fn checkpoint_key(&self) -> String {
+        format!("source {}", self.source)
+    }
     fn uses_weights(&self) -> bool {
         true
     }

@@ -24,10 +24,11 @@
 //! **Pregel programs** run in supersteps: a vertex computes in superstep 0 and afterwards when
 //! it has not voted to halt or has received messages (which wakes it); messages sent in
 //! superstep `s` are delivered in `s + 1`, in the order they were sent (folded with the
-//! program's combiner when it has one). The aggregate of superstep `s` (folded with
-//! `aggregate`, 0 when nobody contributed) is `previous_aggregate()` in `s + 1`. The run stops
-//! when every vertex has halted and no message is in flight, after `max_supersteps()`, or when
-//! `end_superstep(s, aggregate)` returns [`Control::Stop`].
+//! program's combiner when it has one). The aggregates of superstep `s` (`aggregate_width()`
+//! slots, each folded with `aggregate` in vertex order, 0 when nobody contributed) are
+//! `previous_aggregates()` in `s + 1`. The run stops when every vertex has halted and no message
+//! is in flight, after `max_supersteps()`, or when `end_superstep_aggregates(s, aggregates)`
+//! returns [`Control::Stop`].
 //!
 //! Before loading anything the engine checks its estimate of the memory it needs against the
 //! budget and fails with [`Error::MemoryBudget`] when the graph does not fit.
@@ -37,7 +38,8 @@ use std::time::Instant;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::program::{
-    Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram, VertexProgram,
+    Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
+    VertexProgram,
 };
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::{Direction, InMemoryCsr, Store};
@@ -196,8 +198,8 @@ struct Context<'a, P: PregelProgram> {
     outbox: &'a mut Vec<Vec<P::Msg>>,
     messages_sent: &'a mut u64,
     halted: bool,
-    aggregate: &'a mut Option<f64>,
-    previous_aggregate: f64,
+    aggregates: &'a mut Aggregates,
+    previous_aggregates: &'a [f64],
 }
 
 impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
@@ -234,14 +236,11 @@ impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
     fn vote_to_halt(&mut self) {
         self.halted = true;
     }
-    fn aggregate(&mut self, value: f64) {
-        *self.aggregate = Some(match *self.aggregate {
-            Some(a) => self.program.aggregate(a, value),
-            None => value,
-        });
+    fn aggregate_at(&mut self, slot: usize, value: f64) {
+        self.aggregates.add(slot, value, |a, b| self.program.aggregate(a, b));
     }
-    fn previous_aggregate(&self) -> f64 {
-        self.previous_aggregate
+    fn previous_aggregates(&self) -> &[f64] {
+        self.previous_aggregates
     }
 }
 
@@ -283,7 +282,7 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
     let mut halted = vec![false; n];
     let mut inbox: Vec<Vec<P::Msg>> = vec![Vec::new(); n];
-    let mut previous_aggregate = 0.0;
+    let mut previous = Aggregates::new(program.aggregate_width());
     let bar = runner.progress().start(
         "supersteps (inmem)",
         program.max_supersteps().map(|m| m as u64),
@@ -299,7 +298,8 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
         }
         let started = Instant::now();
         let mut outbox: Vec<Vec<P::Msg>> = vec![Vec::new(); n];
-        let (mut aggregate, mut messages_sent, mut edges_processed) = (None, 0u64, 0u64);
+        let mut aggregates = Aggregates::new(program.aggregate_width());
+        let (mut messages_sent, mut edges_processed) = (0u64, 0u64);
         for v in (0..n).filter(|&v| awake[v]) {
             let messages = std::mem::take(&mut inbox[v]);
             let in_neighbors: &[VertexId] = if in_edges { adj.in_csr().neighbors(v as u64) } else { &[] };
@@ -314,15 +314,15 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
                 outbox: &mut outbox,
                 messages_sent: &mut messages_sent,
                 halted: false,
-                aggregate: &mut aggregate,
-                previous_aggregate,
+                aggregates: &mut aggregates,
+                previous_aggregates: previous.values(),
             };
             program.compute(&mut ctx, &mut values[v], &messages);
             halted[v] = ctx.halted;
             edges_processed += (ctx.out_neighbors.len() + in_neighbors.len()) as u64;
         }
         inbox = outbox;
-        previous_aggregate = aggregate.unwrap_or(0.0);
+        previous = aggregates;
         let mut stats = IterationStats {
             iteration: superstep,
             active_vertices,
@@ -334,7 +334,7 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
         runner.record_iteration(stats);
         bar.inc(1);
         superstep += 1;
-        if program.end_superstep(superstep - 1, previous_aggregate) == Control::Stop {
+        if program.end_superstep_aggregates(superstep - 1, previous.values()) == Control::Stop {
             break;
         }
     }

@@ -39,10 +39,13 @@ pub enum InputFormat {
     Bin32,
     /// Raw little-endian u64 pairs.
     Bin64,
+    /// Points for k-means, one `x_1 ... x_d` per line: point i gets an arc i -> j of weight x_j.
+    Points,
 }
 
 impl InputFormat {
-    pub const NAMES: &'static [&'static str] = &["auto", "edgelist", "csv", "mtx", "graphalytics", "bin32", "bin64"];
+    pub const NAMES: &'static [&'static str] =
+        &["auto", "edgelist", "csv", "mtx", "graphalytics", "bin32", "bin64", "points"];
 
     pub fn parse(name: &str) -> Result<InputFormat> {
         Ok(match name {
@@ -53,6 +56,7 @@ impl InputFormat {
             "graphalytics" | "ldbc" => InputFormat::Graphalytics,
             "bin32" => InputFormat::Bin32,
             "bin64" => InputFormat::Bin64,
+            "points" => InputFormat::Points,
             other => {
                 return Err(crate::Error::invalid(format!(
                     "unknown input format '{other}' (available: {})",

@@ -8,7 +8,13 @@
 //! `rank-i/checkpoint.tmp` and renamed to `rank-i/checkpoint` only after every rank has written
 //! its own (a barrier), so a crash leaves the previous complete checkpoint. `--resume` loads it
 //! on every rank, checks that all ranks are at the same step and that it was taken by the same
-//! program, and goes on from the next step. A completed run removes its checkpoint.
+//! run, and goes on from the next step. A completed run removes its checkpoint.
+//!
+//! "The same run" is the checkpoint's key ([`fingerprint`]): the program's type, its parameters
+//! (`checkpoint_key()` of the program: source, k, damping, iterations...) and the partition
+//! (ranks, recoded or not). Resuming with another key — another source, another k — would mix
+//! two runs' states, so it fails and tells the user to drop `--resume` or use the same
+//! parameters.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +23,14 @@ use crate::error::{Error, IoContext, Result};
 use crate::program::Wire;
 use crate::runtime::IoCounters;
 
-const MAGIC: &[u8; 8] = b"OCPGCK01";
+/// Version 2: variable-width aggregates in the totals, and parameters in the key.
+const MAGIC: &[u8; 8] = b"OCPGCK02";
+
+/// The key a checkpoint is stored under and checked against on `--resume`.
+pub fn fingerprint(program: &str, parameters: &str, ranks: usize, recoded: bool) -> String {
+    let parameters = if parameters.is_empty() { String::new() } else { format!(" ({parameters})") };
+    format!("{program}{parameters} on {ranks} ranks, recoded {recoded}")
+}
 
 /// What a rank needs to go on from `next_step`.
 pub struct Saved<V, M> {
@@ -58,7 +71,9 @@ pub fn write<V: Wire, M: Wire>(
     (fingerprint.len() as u64).put(&mut out);
     out.extend_from_slice(fingerprint.as_bytes());
     (next_step as u64).put(&mut out);
-    out.extend_from_slice(&previous.encode());
+    let totals = previous.encode();
+    (totals.len() as u64).put(&mut out);
+    out.extend_from_slice(&totals);
     (values.len() as u64).put(&mut out);
     values.iter().for_each(|v| v.put(&mut out));
     halted.iter().for_each(|h| h.put(&mut out));
@@ -122,19 +137,28 @@ pub fn load<V: Wire, M: Wire>(
         at += n;
         Ok(slice)
     };
-    if take(8)? != MAGIC {
+    let magic = take(8)?;
+    if magic != MAGIC {
+        if magic.starts_with(b"OCPGCK") {
+            return Err(Error::invalid(format!(
+                "the checkpoint in {} was written by another version of outcore; run without --resume",
+                dir.display()
+            )));
+        }
         return Err(damaged("not a checkpoint"));
     }
     let len = u64::get(take(8)?) as usize;
     let found = String::from_utf8_lossy(take(len)?).to_string();
     if found != fingerprint {
         return Err(Error::invalid(format!(
-            "the checkpoint in {} was taken by another run ({found}), not by {fingerprint}; run without --resume",
+            "the checkpoint in {} was taken by another run: {found}, not {fingerprint}; \
+             drop --resume to start afresh, or resume with the same algorithm, parameters and partition",
             dir.display()
         )));
     }
     let next_step = u64::get(take(8)?) as usize;
-    let previous = Totals::decode(take(33)?);
+    let totals_len = u64::get(take(8)?) as usize;
+    let previous = Totals::decode(take(totals_len)?).ok_or_else(|| damaged("totals too short"))?;
     if u64::get(take(8)?) as usize != n_local {
         return Err(damaged("vertex count differs from the partition"));
     }

@@ -32,8 +32,14 @@
 //! [`Runner::run_vertex_program_wire`](crate::engine::Runner::run_vertex_program_wire) and
 //! [`Runner::run_pregel_wire`](crate::engine::Runner::run_pregel_wire).
 //!
+//! Aggregators: a Pregel program's `aggregate_width()` slots are folded per rank during compute,
+//! then all-gathered right after computation and folded in rank order, so every rank sees the
+//! same `previous_aggregates()` in the next step and takes the same stop decision (k-means
+//! carries its centres this way, GraphD §6.9).
+//!
 //! Checkpoints ([`checkpoint`]): every `--checkpoint-every N` supersteps each rank saves its
-//! values, halted flags and received messages; `--resume` goes on from there.
+//! values, halted flags and received messages; `--resume` goes on from there, after checking
+//! that the checkpoint was taken by the same program with the same parameters and partition.
 //!
 //! Results: rank 0 gathers every value and returns them in dense-id order; the other ranks return
 //! an empty vector (the front ends write results on rank 0 only).
@@ -47,7 +53,8 @@ mod streams;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{
-    Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram, VertexProgram, Wire,
+    Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
+    VertexProgram, Wire,
 };
 use crate::transport::{InProcessTransport, Transport};
 use crate::VertexId;
@@ -204,8 +211,14 @@ where
         }
         Ok(false)
     }
+    fn aggregate_width(&self) -> usize {
+        0
+    }
     fn fold_aggregate(&self, a: f64, b: f64) -> f64 {
         a + b
+    }
+    fn checkpoint_key(&self) -> String {
+        self.program.checkpoint_key()
     }
     fn stop_after(&self, step: usize, global: &Totals) -> bool {
         (step >= 1 && self.program.end_iteration(step - 1, global.awake) == Control::Stop)
@@ -229,8 +242,8 @@ struct Context<'a, P: PregelProgram> {
     lists: &'a ListCursor,
     send: &'a mut dyn FnMut(u64, P::Msg),
     halted: bool,
-    aggregate: &'a mut Option<f64>,
-    previous_aggregate: f64,
+    aggregates: &'a mut Aggregates,
+    previous_aggregates: &'a [f64],
 }
 
 impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
@@ -262,14 +275,11 @@ impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
     fn vote_to_halt(&mut self) {
         self.halted = true;
     }
-    fn aggregate(&mut self, value: f64) {
-        *self.aggregate = Some(match *self.aggregate {
-            Some(a) => self.program.aggregate(a, value),
-            None => value,
-        });
+    fn aggregate_at(&mut self, slot: usize, value: f64) {
+        self.aggregates.add(slot, value, |a, b| self.program.aggregate(a, b));
     }
-    fn previous_aggregate(&self) -> f64 {
-        self.previous_aggregate
+    fn previous_aggregates(&self) -> &[f64] {
+        self.previous_aggregates
     }
 }
 
@@ -322,8 +332,8 @@ where
             lists,
             send,
             halted: false,
-            aggregate: &mut totals.aggregate,
-            previous_aggregate: previous.aggregate.unwrap_or(0.0),
+            aggregates: &mut totals.aggregates,
+            previous_aggregates: previous.aggregates.values(),
         };
         self.program.compute(&mut ctx, value, messages);
         let halted = ctx.halted;
@@ -332,11 +342,17 @@ where
         }
         Ok(halted)
     }
+    fn aggregate_width(&self) -> usize {
+        self.program.aggregate_width()
+    }
     fn fold_aggregate(&self, a: f64, b: f64) -> f64 {
         self.program.aggregate(a, b)
     }
+    fn checkpoint_key(&self) -> String {
+        self.program.checkpoint_key()
+    }
     fn stop_after(&self, step: usize, global: &Totals) -> bool {
-        self.program.end_superstep(step, global.aggregate.unwrap_or(0.0)) == Control::Stop
+        self.program.end_superstep_aggregates(step, global.aggregates.values()) == Control::Stop
             || (global.awake == 0 && global.messages == 0)
             || self.program.max_supersteps().is_some_and(|max| step + 1 >= max)
     }

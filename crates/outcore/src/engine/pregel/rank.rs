@@ -29,7 +29,7 @@ use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
 use crate::engine::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
-use crate::program::Wire;
+use crate::program::{Aggregates, Wire};
 use crate::runtime::{format_size, peak_rss_bytes, IoCounters, ProgressUnit};
 use crate::transport::{Tag, Transport};
 use crate::VertexId;
@@ -53,35 +53,41 @@ pub struct VertexRecord {
 }
 
 /// Figures of one step, summed over a rank's vertices, then over the ranks.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Totals {
     /// Σ global contributions (vertex programs: the global sum of the next iteration).
     pub sum: f64,
-    /// The folded aggregate (Pregel programs), if anyone contributed.
-    pub aggregate: Option<f64>,
+    /// The aggregator slots (Pregel programs; width 0 for vertex programs).
+    pub aggregates: Aggregates,
     /// Vertices awake after the step (active / not halted).
     pub awake: u64,
     pub messages: u64,
 }
 
 impl Totals {
+    /// Zero totals with `width` empty aggregate slots.
+    pub fn new(width: usize) -> Totals {
+        Totals { aggregates: Aggregates::new(width), ..Totals::default() }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(33);
+        let mut out = Vec::with_capacity(32 + 9 * self.aggregates.width());
         self.sum.put(&mut out);
-        self.aggregate.is_some().put(&mut out);
-        self.aggregate.unwrap_or(0.0).put(&mut out);
         self.awake.put(&mut out);
         self.messages.put(&mut out);
+        self.aggregates.put(&mut out);
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Totals {
-        Totals {
+    /// Decodes what [`encode`](Self::encode) wrote; `None` when the bytes are too short.
+    pub fn decode(bytes: &[u8]) -> Option<Totals> {
+        let (aggregates, _) = Aggregates::get(bytes.get(24..)?)?;
+        Some(Totals {
             sum: f64::get(bytes),
-            aggregate: bool::get(&bytes[8..]).then(|| f64::get(&bytes[9..])),
-            awake: u64::get(&bytes[17..]),
-            messages: u64::get(&bytes[25..]),
-        }
+            awake: u64::get(&bytes[8..]),
+            messages: u64::get(&bytes[16..]),
+            aggregates,
+        })
     }
 }
 
@@ -197,7 +203,11 @@ pub trait StepProgram: Sync {
         send: &mut dyn FnMut(u64, Self::Msg),
         totals: &mut Totals,
     ) -> Result<bool>;
+    /// Aggregator slots of every step (0 for vertex programs).
+    fn aggregate_width(&self) -> usize;
     fn fold_aggregate(&self, a: f64, b: f64) -> f64;
+    /// The program's parameters, for the checkpoint key.
+    fn checkpoint_key(&self) -> String;
     /// Whether the run ends after `step`, given the step's totals over all ranks.
     fn stop_after(&self, step: usize, global: &Totals) -> bool;
 }
@@ -256,7 +266,8 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let work = WorkDir(store.temp_dir()?.join(format!("pregel-{}-rank{rank}-{}", std::process::id(), unique())));
     std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
     let record_bytes = 8 + S::Msg::BYTES;
-    let fingerprint = format!("{} on {ranks} ranks, recoded {}", std::any::type_name::<S>(), settings.recoded);
+    let fingerprint =
+        checkpoint::fingerprint(std::any::type_name::<S>(), &program.checkpoint_key(), ranks, settings.recoded);
     let resumed = if settings.resume { resume(t, &rank_dir, &fingerprint, n_local, &work.0, &counters)? } else { None };
     let first_step = resumed.as_ref().map_or(0, |s| s.next_step);
 
@@ -644,7 +655,7 @@ fn compute_unit<S: StepProgram>(
     let counters = runner.store().counters().clone();
     let open = |name: &str| EdgeStream::open(&rank_dir.join(name), counters.clone());
     let mut halted = vec![false; vertices.len()];
-    let mut previous = Totals::default();
+    let mut previous = Totals::new(program.aggregate_width());
     let mut arrived: Option<Incoming<S::Msg>> = None;
     let mut first_step = 0;
     if let Some(saved) = resumed {
@@ -697,7 +708,7 @@ fn compute_unit<S: StepProgram>(
 
         let mut outbox: Vec<Vec<u8>> = vec![Vec::new(); ranks];
         let mut failure: Option<Error> = None;
-        let mut totals = Totals::default();
+        let mut totals = Totals::new(program.aggregate_width());
         let mut files_this_step = 0u64;
         let mut messages_sent = 0u64;
         let mut send = |name: u64, msg: S::Msg| {
@@ -792,20 +803,14 @@ fn compute_unit<S: StepProgram>(
 
         // Aggregators and halting, right after computing.
         totals.messages = messages_sent;
-        let global = t
-            .all_gather(totals.encode())?
-            .iter()
-            .map(|b| Totals::decode(b))
-            .reduce(|a, b| Totals {
-                sum: a.sum + b.sum,
-                aggregate: match (a.aggregate, b.aggregate) {
-                    (Some(x), Some(y)) => Some(program.fold_aggregate(x, y)),
-                    (x, y) => x.or(y),
-                },
-                awake: a.awake + b.awake,
-                messages: a.messages + b.messages,
-            })
-            .unwrap_or_default();
+        let mut global = Totals::new(program.aggregate_width());
+        for (from, bytes) in t.all_gather(totals.encode())?.iter().enumerate() {
+            let part = Totals::decode(bytes).ok_or_else(|| corrupt(from))?;
+            global.sum += part.sum;
+            global.aggregates.merge(&part.aggregates, |a, b| program.fold_aggregate(a, b));
+            global.awake += part.awake;
+            global.messages += part.messages;
+        }
         let stop = program.stop_after(step, &global);
         // Everything of this step has arrived here; then everywhere (barrier) before step + 1 sends.
         let received =

@@ -29,6 +29,7 @@ mod detect;
 mod edgelist;
 mod graphalytics;
 mod matrix_market;
+mod points;
 mod text;
 
 use std::collections::VecDeque;
@@ -115,6 +116,10 @@ enum FileJob {
         path: PathBuf,
         id_bytes: usize,
     },
+    /// One point per line (`--format points`, k-means input).
+    Points {
+        path: PathBuf,
+    },
 }
 
 impl FileJob {
@@ -123,7 +128,8 @@ impl FileJob {
             FileJob::EdgeList { path, .. }
             | FileJob::VertexList { path }
             | FileJob::MatrixMarket { path, .. }
-            | FileJob::Binary { path, .. } => path,
+            | FileJob::Binary { path, .. }
+            | FileJob::Points { path } => path,
             FileJob::Csv(layout) => &layout.path,
         }
     }
@@ -140,6 +146,7 @@ impl FileJob {
                 Box::new(matrix_market::MatrixMarketParser::new(input, ids, *read_weights)?)
             }
             FileJob::Binary { id_bytes, .. } => Box::new(binary::BinaryParser::new(input, ids, *id_bytes)),
+            FileJob::Points { .. } => Box::new(points::PointsParser::new(input)?),
         })
     }
 }
@@ -194,6 +201,10 @@ fn plan_input(index: usize, inputs: &[PathBuf], taken: &mut [bool], opts: &Impor
         InputFormat::Graphalytics => graphalytics::plan(index, inputs, taken, opts, &reason),
         InputFormat::Bin32 => binary::plan(path, opts, 4, &reason),
         InputFormat::Bin64 => binary::plan(path, opts, 8, &reason),
+        InputFormat::Points if inputs.len() > 1 => {
+            Err(Error::invalid("the points format reads one input file (points are numbered 0, 1, ... in it)"))
+        }
+        InputFormat::Points => points::plan(path, opts, &reason),
         InputFormat::Auto => Err(Error::invalid("format detection returned 'auto'")),
     }
 }
