@@ -220,10 +220,10 @@ fn a_killed_mpi_run_resumes_from_its_checkpoint() {
     assert_close(&values(&expected), &values(&got), "resumed pr");
 }
 
-/// kmeans on `mpirun -n 2`, basic and recoded: the centres travel as the aggregator between the
+/// kmeans on `mpirun -n 2` and `-n 4`, basic and recoded: the centres travel as the aggregator between the
 /// MPI ranks and the clusters equal inmem's.
 #[test]
-fn kmeans_on_2_mpi_ranks_equals_inmem() {
+fn kmeans_on_2_and_4_mpi_ranks_equals_inmem() {
     let dir = tempfile::tempdir().unwrap();
     let (points, store) = (dir.path().join("points.el"), dir.path().join("points"));
     let mut state = 5u64;
@@ -239,20 +239,21 @@ fn kmeans_on_2_mpi_ranks_equals_inmem() {
     outcore(&["import", points.to_str().unwrap(), "--weighted", "--store", store, "--memory", "64MiB", "--quiet"]);
     let expected = dir.path().join("kmeans-inmem.txt");
     outcore(&["run", "kmeans", "--k", "5", "--store", store, "--quiet", "--output", expected.to_str().unwrap()]);
-    for recode in [false, true] {
-        let mut args = vec!["partition", "--store", store, "--ranks", "2"];
+    for (ranks, recode) in [(2, false), (2, true), (4, false), (4, true)] {
+        let ranks_text = ranks.to_string();
+        let mut args = vec!["partition", "--store", store, "--ranks", &ranks_text];
         if recode {
             args.push("--recode");
         }
         outcore(&args);
-        let got = dir.path().join(format!("kmeans-{recode}.txt"));
+        let got = dir.path().join(format!("kmeans-{ranks}-{recode}.txt"));
         let mut run = vec!["run", "kmeans", "--k", "5", "--store", store, "--engine", "pregel", "--quiet"];
         run.extend(["--output", got.to_str().unwrap()]);
         if recode {
             run.push("--recode");
         }
-        let output = mpirun(2, &run);
-        assert!(output.status.success(), "recode {recode}: {}", String::from_utf8_lossy(&output.stderr));
-        assert_eq!(values(&expected), values(&got), "kmeans on 2 ranks, recode {recode}");
+        let output = mpirun(ranks, &run);
+        assert!(output.status.success(), "{ranks} ranks, recode {recode}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(values(&expected), values(&got), "kmeans on {ranks} ranks, recode {recode}");
     }
 }

@@ -61,15 +61,10 @@ fn pregel(store: &Store, ranks: usize, recoded: bool, params: &AlgorithmParams) 
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions {
-                message_file_size: 64 << 10,
-                recoded,
-                transport: Some(Arc::new(t.clone())),
-                ..PregelOptions::default()
-            },
+            pregel: PregelOptions { message_file_size: 64 << 10, recoded, ..PregelOptions::default() },
             ..RunOptions::default()
         };
-        run_algorithm(&Runner::new(store, options), "kmeans", params)
+        run_algorithm(&Runner::new(store, options).with_transport(Arc::new(t.clone())), "kmeans", params)
     })?;
     Ok(results.swap_remove(0))
 }

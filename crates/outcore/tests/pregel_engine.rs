@@ -382,17 +382,12 @@ fn resuming_with_other_parameters_is_refused() {
             let options = RunOptions {
                 engine: EngineKind::Pregel,
                 memory: MemoryBudget::new(64 << 20),
-                pregel: PregelOptions {
-                    message_file_size: 4096,
-                    recoded: false,
-                    transport: Some(Arc::new(t.clone())),
-                    checkpoint_every: Some(2),
-                    resume,
-                },
+                pregel: PregelOptions { message_file_size: 4096, recoded: false, checkpoint_every: Some(2), resume },
                 ..RunOptions::default()
             };
             let cancel = CancelToken::new();
-            let mut runner = Runner::new(&g.store, options).with_cancel(cancel.clone());
+            let mut runner =
+                Runner::new(&g.store, options).with_cancel(cancel.clone()).with_transport(Arc::new(t.clone()));
             if let (Some(after), 0) = (crash_after, t.rank()) {
                 runner = runner.with_progress(Arc::new(CrashAfter { after, cancel }));
             }
