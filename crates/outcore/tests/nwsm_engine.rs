@@ -239,3 +239,33 @@ fn tc_on_inmem_equals_a_plain_count_on_random_graphs() {
         assert_same(&on_nwsm, &got, &format!("seed {seed}"));
     }
 }
+
+/// With W ranks in one process every buffer between ranks is in the memory plan: the update
+/// bytes a rank had unacknowledged never exceed its credit window, no page reply is larger
+/// than the plan's batch, and all the plan's parts together stay within the one budget.
+#[test]
+fn bytes_in_flight_between_ranks_stay_within_what_the_plan_charges() {
+    let g = rmat(11, 8, 7, false);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let (_, total) = reference_triangles(&g);
+    let memory = 192 << 10;
+    for ranks in [2, 4] {
+        let runner = nwsm(&store, memory, 512, ranks);
+        assert_eq!(tc::run(&runner, &tc::Config).unwrap().total, total, "ranks = {ranks}");
+        let extra = runner.finish("tc").extra;
+        let plan = &extra["nwsm_memory_plan"];
+        let get = |v: &serde_json::Value| v.as_u64().unwrap();
+        let in_flight = figure(&runner, "nwsm_max_update_bytes_in_flight") as u64;
+        assert!(in_flight > 0, "ranks = {ranks}: no update crossed ranks");
+        assert!(in_flight <= get(&plan["update_window_bytes"]), "ranks = {ranks}: {in_flight} bytes in flight");
+        assert!(get(&plan["update_flight_bytes"]) >= 2 * get(&plan["update_window_bytes"]));
+        assert!(figure(&runner, "nwsm_update_credit_waits") > 0.0, "ranks = {ranks}: the window never filled");
+        let reply = figure(&runner, "nwsm_max_page_reply_bytes") as u64;
+        assert!(reply > 0, "ranks = {ranks}: no page came from another rank");
+        assert!(reply <= get(&plan["remote_batch_pages"]) * 512);
+        assert!(get(&plan["page_reply_bytes"]) >= 2 * reply);
+        let charged = figure(&runner, "nwsm_memory_charged_bytes") as u64;
+        assert!(charged > memory / 2 && charged <= memory, "ranks = {ranks}: {charged} charged of {memory}");
+    }
+}

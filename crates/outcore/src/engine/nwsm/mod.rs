@@ -40,12 +40,20 @@
 //! overlapped with its computation. Each run reports the time each resource was busy (disk
 //! reads, scatter computation, network, gathering and spilling, apply).
 //!
-//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole;
-//! per rank, 1/8 of the rest is page frames, then Theorem 4.1 gives q; the global gather buffer
-//! (two ranges, for double buffering), the local gather buffers (2·|VA|/(pq) per level), the
-//! vertex-of-interest bitmap and the spill write buffers come next; what remains is the
-//! adjacency windows, 40 % for level 1 and 60 % for level 2 (§4.2 gives most memory to the
-//! windows; level 2 here holds the lists of marked vertices, so it gets the larger share).
+//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole
+//! (every rank writes its outputs straight into the one column), and so do the ranks' page
+//! indexes (12 B per page); W ranks in one process share the one budget, each planning
+//! (budget − resident) / W. Per rank, 1/8 is page frames; next what is in flight between ranks
+//! (W > 1): the page reply it waits for and the one its server fills (a request asks for at most
+//! a quarter of the frames), an update credit window (a rank may have at most that many update
+//! bytes unacknowledged, split evenly over the destinations, so none receives more either;
+//! charged twice, sent and received) and the output shares of a distributed run (in rounds);
+//! then Theorem 4.1 gives q; the global gather buffer (two ranges, for double buffering), the
+//! local gather buffers (2·|VA|/(pq) per level, 16 B per update held), the vertex-of-interest
+//! bitmap and the spill write buffers come next; what remains is the adjacency windows, 40 %
+//! for level 1 and 60 % for level 2 (§4.2 gives most memory to the windows; level 2 here holds
+//! the lists of marked vertices, so it gets the larger share). Each run reports the largest
+//! update bytes in flight and page reply seen, to be checked against the plan.
 
 pub mod gather;
 pub mod pages;
@@ -67,7 +75,7 @@ pub use query::{
 };
 
 use self::gather::{
-    decode_updates, encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES,
+    encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES, SPILL_RECORD_BYTES,
 };
 use self::pages::{read_record, slots, BufferManager, BufferStats};
 use self::window::{materialize, take_window, AdjWindow, PageIndex, PageSource};
@@ -95,28 +103,90 @@ impl Default for NwsmOptions {
     }
 }
 
-/// How one rank's share of the budget is spent.
+/// How one rank's share of the budget is spent. Every buffer a rank holds for longer than a
+/// few records is here: page frames, adjacency windows, gather buffers, the vertex-of-interest
+/// bitmap, spill write buffers and, with more than one rank, what is in flight between ranks
+/// (page replies, update batches under credit flow control, output shares).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct MemoryPlan {
     pub q: usize,
+    /// Bytes of the whole budget kept for per-vertex columns (degree and output).
+    pub resident_bytes: u64,
+    /// Each rank's share: (budget − resident) / p.
+    pub per_rank_bytes: u64,
     pub frames: usize,
     pub window1_bytes: u64,
     pub window2_bytes: u64,
+    /// Updates each local gather buffer of a level holds (all of a level's buffers together).
     pub local_gather_records: usize,
     pub global_gather_bytes: u64,
+    pub voi_bytes: u64,
     pub spill_buffer_bytes: u64,
+    /// Pages asked of another rank at once; a rank waits for each reply before asking again.
+    pub remote_batch_pages: usize,
+    /// Page replies: the one this rank waits for and the one its page server is filling.
+    pub page_reply_bytes: u64,
+    /// Credit window: update bytes this rank may have sent and not yet seen acknowledged, split
+    /// evenly over the other ranks, so that no rank receives more than this much either.
+    pub update_window_bytes: u64,
+    /// Update bytes charged for the window: sent by this rank plus received from others.
+    pub update_flight_bytes: u64,
+    /// Vertices each rank shares per round of a distributed run's output exchange.
+    pub output_share_vertices: u64,
+    /// Output shares of a distributed run (vertices per round × 12 B, all ranks, ×3 copies).
+    pub output_share_bytes: u64,
+    /// Vertices applied at once (their store ids are read in chunks of this many).
+    pub apply_chunk_vertices: usize,
+}
+
+impl MemoryPlan {
+    /// Bytes one rank's buffers may hold at once (all parts of the plan added).
+    pub fn charged_per_rank(&self, page_size: u64, k: usize) -> u64 {
+        self.frames as u64 * page_size
+            + self.window1_bytes
+            + self.window2_bytes
+            + k as u64 * self.local_gather_records as u64 * gather::LOCAL_RECORD_BYTES
+            + self.global_gather_bytes
+            + self.voi_bytes
+            + (self.q as u64 - 1) * self.spill_buffer_bytes
+            + self.page_reply_bytes
+            + self.update_flight_bytes
+            + self.output_share_bytes
+            + self.apply_chunk_vertices as u64 * 4
+    }
 }
 
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
-    let resident = n * partition::RESIDENT_BYTES_PER_VERTEX;
-    let per_rank = budget.saturating_sub(resident) / p as u64;
+    let resident_bytes = n * partition::RESIDENT_BYTES_PER_VERTEX;
+    let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
+    let frames = (frames_bytes / page_size) as usize;
     let room = per_rank.saturating_sub(frames_bytes);
+    // In flight between ranks (none with one rank): a quarter of the frames per page reply, an
+    // update credit window of 1/32 of the room (at least 16 updates per other rank, at most
+    // 4 MiB) and output shares of 1/64; apply reads store ids in chunks of 1/64 too.
+    let remote_batch_pages = (frames / 4).max(1);
+    let record = gather::SPILL_RECORD_BYTES as u64;
+    let apply_chunk_vertices = (room / 64 / 4).clamp(64, 4096) as usize;
+    let output_share_vertices = (room / 64 / (3 * p as u64 * record)).clamp(16, 8192);
+    let (page_reply_bytes, update_window_bytes, output_share_bytes) = if p > 1 {
+        (
+            2 * remote_batch_pages as u64 * page_size,
+            (room / 32).clamp(16 * record * (p as u64 - 1), 4 << 20),
+            3 * p as u64 * output_share_vertices * record,
+        )
+    } else {
+        (0, 0, 0)
+    };
+    let update_flight_bytes = 2 * update_window_bytes;
+    let in_flight = page_reply_bytes + update_flight_bytes + output_share_bytes + apply_chunk_vertices as u64 * 4;
+    let room = room.saturating_sub(in_flight);
     let q = partition::q_min(n, p, k, page_size, room)?.max(q_at_least);
     let range = n.div_ceil((p * q) as u64) + 1;
     let global_gather_bytes = 2 * range * partition::ATTRIBUTE_BYTES;
-    let local_gather_bytes = k as u64 * 2 * range * partition::ATTRIBUTE_BYTES;
+    let local_gather_records = (2 * range * partition::ATTRIBUTE_BYTES / gather::LOCAL_RECORD_BYTES) as usize;
+    let local_gather_bytes = k as u64 * local_gather_records as u64 * gather::LOCAL_RECORD_BYTES;
     let voi_bytes = n.div_ceil(8) + n.div_ceil(4096) / 8;
     let spill_buffer_bytes = (room / 16 / q as u64).clamp(4 << 10, SPILL_BUFFER_BYTES as u64);
     let spill_bytes = (q as u64 - 1) * spill_buffer_bytes;
@@ -131,12 +201,22 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
     }
     Ok(MemoryPlan {
         q,
-        frames: (frames_bytes / page_size) as usize,
+        resident_bytes,
+        per_rank_bytes: per_rank,
+        frames,
         window1_bytes: windows * 2 / 5,
         window2_bytes: windows * 3 / 5,
-        local_gather_records: (local_gather_bytes / k as u64 / 12) as usize,
+        local_gather_records,
         global_gather_bytes,
+        voi_bytes,
         spill_buffer_bytes,
+        remote_batch_pages,
+        page_reply_bytes,
+        update_window_bytes,
+        update_flight_bytes,
+        output_share_vertices,
+        output_share_bytes,
+        apply_chunk_vertices,
     })
 }
 
@@ -154,6 +234,11 @@ struct RankStats {
     aggregate: u64,
     scatter_time: Duration,
     buffers: BufferStats,
+    /// Most update bytes this rank had sent and not yet seen acknowledged.
+    max_update_bytes_in_flight: u64,
+    /// Largest page reply this rank received.
+    max_page_reply_bytes: u64,
+    update_credit_waits: u64,
 }
 
 impl RankStats {
@@ -172,6 +257,9 @@ impl RankStats {
         self.buffers.evictions += o.buffers.evictions;
         self.buffers.bytes_read += o.buffers.bytes_read;
         self.buffers.read_time += o.buffers.read_time;
+        self.max_update_bytes_in_flight = self.max_update_bytes_in_flight.max(o.max_update_bytes_in_flight);
+        self.max_page_reply_bytes = self.max_page_reply_bytes.max(o.max_page_reply_bytes);
+        self.update_credit_waits += o.update_credit_waits;
     }
 }
 
@@ -180,6 +268,8 @@ impl RankStats {
 const TAG_PAGE_REQUEST: Tag = 8100;
 const TAG_PAGE_REPLY: Tag = 8101;
 const TAG_UPDATES: Tag = 8102;
+/// Acknowledgement of an update batch (its byte count): returns that much credit to the sender.
+const TAG_UPDATE_ACK: Tag = 8103;
 
 /// What every rank of a run reads.
 struct RunContext<'a, Q: NeighborhoodQuery> {
@@ -192,11 +282,13 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     indexes: Vec<PageIndex>,
     spill_dir: PathBuf,
     bar: &'a dyn ProgressBar,
+    /// The output column (store-id order, the bits of `Q::Output`): every rank writes its own
+    /// vertices' outputs here; it is the 8 B per vertex the plan keeps resident.
+    output: &'a [AtomicU64],
 }
 
-/// What one rank hands back: its vertices' outputs (store id, output bits) and figures.
+/// What one rank hands back: figures (its outputs are in the shared output column).
 struct RankOutput {
-    values: Vec<(u32, u64)>,
     stats: RankStats,
     gather: GatherStats,
     aggregate: u64,
@@ -254,7 +346,9 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     };
     let partition_seconds = started.elapsed().as_secs_f64();
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
-    let plan = plan_memory(n, p, k, options.page_size, budget.bytes(), layout.q)?;
+    // The page indexes of all ranks stay whole (12 B per page); the rest of the budget is planned.
+    let index_bytes = layout.pages_per_rank.iter().sum::<u64>() * 12;
+    let plan = plan_memory(n, p, k, options.page_size, budget.bytes().saturating_sub(index_bytes), layout.q)?;
     let partition_io = runner.io_snapshot().since(&io_before);
 
     let dir = &layout.name;
@@ -268,6 +362,8 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         });
     }
     let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
+    let initial = Q::Output::default().to_bits();
+    let output: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(initial)).collect();
     let context = RunContext {
         runner,
         store,
@@ -278,22 +374,21 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         indexes,
         spill_dir: store.temp_dir()?,
         bar: &*bar,
+        output: &output,
     };
     let scatter_started = Instant::now();
     let outputs = match transport {
         None => InProcessTransport::run(p, |transport| run_rank(&context, transport))?,
-        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, t.as_ref())?],
+        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, &context, t.as_ref())?],
     };
     bar.finish();
     let run_seconds = scatter_started.elapsed().as_secs_f64();
 
-    let mut values = vec![Q::Output::default(); n as usize];
+    // In place: AtomicU64 and Q::Output have the same size, so no second column is allocated.
+    let values: Vec<Q::Output> = output.into_iter().map(|bits| Q::Output::from_bits(bits.into_inner())).collect();
     let (mut stats, mut gather, mut apply_time) = (RankStats::default(), GatherStats::default(), Duration::ZERO);
     let aggregate = outputs.first().map_or(0, |o| o.aggregate);
     for out in outputs {
-        for (old, bits) in out.values {
-            values[old as usize] = Q::Output::from_bits(bits);
-        }
         stats.add(&out.stats);
         gather.updates_sent += out.gather.updates_sent;
         gather.updates_to_other_ranks += out.gather.updates_to_other_ranks;
@@ -332,6 +427,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("remote_pages", stats.remote_pages.into());
     put("pages_served", stats.pages_served.into());
     put("network_bytes_sent", stats.network_bytes.into());
+    put("max_update_bytes_in_flight", stats.max_update_bytes_in_flight.into());
+    put("max_page_reply_bytes", stats.max_page_reply_bytes.into());
+    put("update_credit_waits", stats.update_credit_waits.into());
+    put("memory_charged_bytes", (plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k)).into());
     put("updates_sent", gather.updates_sent.into());
     put("updates_to_other_ranks", gather.updates_to_other_ranks.into());
     put("updates_gathered_in_memory", gather.updates_gathered_in_memory.into());
@@ -380,6 +479,7 @@ struct RankSink<'a, Q: NeighborhoodQuery> {
     global: &'a Mutex<GlobalGather<Q::Value>>,
     query: &'a Q,
     network: &'a NetworkCounters,
+    credits: &'a UpdateCredits,
 }
 
 impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
@@ -389,13 +489,87 @@ impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
             global.stats.updates_sent += batch.len() as u64;
             return global.gather(self.query, batch);
         }
-        let t = Instant::now();
-        let bytes = encode_updates(batch);
-        let len = bytes.len();
-        self.transport.send(rank, TAG_UPDATES, bytes)?;
-        self.network.updates_to_other_ranks.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        self.network.record(len, t);
+        for part in batch.chunks(self.credits.records_per_batch()) {
+            let t = Instant::now();
+            let len = part.len() * SPILL_RECORD_BYTES;
+            self.credits.acquire(self.transport, rank, len as u64)?;
+            self.transport.send(rank, TAG_UPDATES, encode_updates(part))?;
+            self.network.updates_to_other_ranks.fetch_add(part.len() as u64, Ordering::Relaxed);
+            self.network.record(len, t);
+        }
         Ok(())
+    }
+}
+
+/// Credit-based flow control of the update batches a rank sends (§4.1's transfer of local
+/// gather buffers to their owners, bounded): toward each other rank at most `per_destination`
+/// bytes may be unacknowledged; the owner acknowledges a batch once it is gathered. So a rank
+/// never has more than the plan's `update_window_bytes` in flight, nor receives more.
+struct UpdateCredits {
+    per_destination: u64,
+    state: Mutex<CreditState>,
+}
+
+struct CreditState {
+    outstanding: Vec<u64>,
+    in_flight: u64,
+    max_in_flight: u64,
+    /// Sends that had to wait for an acknowledgement first.
+    waits: u64,
+}
+
+impl UpdateCredits {
+    fn new(window_bytes: u64, ranks: usize) -> UpdateCredits {
+        let share = window_bytes / ranks.saturating_sub(1).max(1) as u64;
+        let per_destination = (share / SPILL_RECORD_BYTES as u64).max(1) * SPILL_RECORD_BYTES as u64;
+        UpdateCredits {
+            per_destination,
+            state: Mutex::new(CreditState { outstanding: vec![0; ranks], in_flight: 0, max_in_flight: 0, waits: 0 }),
+        }
+    }
+
+    fn records_per_batch(&self) -> usize {
+        (self.per_destination / SPILL_RECORD_BYTES as u64) as usize
+    }
+
+    /// Takes `bytes` of credit toward `to`, taking acknowledgements while its window is full.
+    /// (Other senders of this rank wait meanwhile: they would wait for credit anyway.)
+    fn acquire(&self, transport: &dyn Transport, to: usize, bytes: u64) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        if state.outstanding[to] > 0 && state.outstanding[to] + bytes > self.per_destination {
+            state.waits += 1;
+        }
+        while state.outstanding[to] > 0 && state.outstanding[to] + bytes > self.per_destination {
+            Self::take_ack(&mut state, transport)?;
+        }
+        state.outstanding[to] += bytes;
+        state.in_flight += bytes;
+        state.max_in_flight = state.max_in_flight.max(state.in_flight);
+        Ok(())
+    }
+
+    /// Waits until every batch sent has been acknowledged (before telling the others "done").
+    fn drain(&self, transport: &dyn Transport) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        while state.in_flight > 0 {
+            Self::take_ack(&mut state, transport)?;
+        }
+        Ok(())
+    }
+
+    fn take_ack(state: &mut CreditState, transport: &dyn Transport) -> Result<()> {
+        let ack = transport.recv(TAG_UPDATE_ACK)?;
+        let bytes = ack.payload.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        match bytes {
+            Some(bytes) if bytes <= state.outstanding[ack.from] => {
+                state.outstanding[ack.from] -= bytes;
+                state.in_flight -= bytes;
+                Ok(())
+            }
+            _ => {
+                Err(Error::Remote { rank: Some(ack.from), message: "an update acknowledgement out of protocol".into() })
+            }
+        }
     }
 }
 
@@ -416,9 +590,11 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
         ctx.plan.spill_buffer_bytes as usize,
     ));
     let network = NetworkCounters::default();
-    let sink = RankSink { rank, transport, global: &global, query, network: &network };
+    let credits = UpdateCredits::new(ctx.plan.update_window_bytes, p);
+    let sink = RankSink { rank, transport, global: &global, query, network: &network, credits: &credits };
     let (scattered, served) = std::thread::scope(|scope| {
-        let server = scope.spawn(|| serve_pages(transport, &local, layout.page_size, p, &network));
+        let server =
+            scope.spawn(|| serve_pages(transport, &local, ctx.plan.remote_batch_pages, layout.page_size, p, &network));
         let receiver = scope.spawn(|| receive_updates(transport, &global, query, p));
         let scattered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             scatter_rank(ctx, rank, transport, &local, &sink, &network)
@@ -426,6 +602,8 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
         .unwrap_or_else(|_| {
             Err(Error::Remote { rank: Some(rank), message: "the scatter of this rank panicked".into() })
         });
+        // Every batch sent is gathered (acknowledged) before this rank says it is done.
+        let scattered = scattered.and_then(|s| credits.drain(transport).map(|_| s));
         // Every rank hears "done" from this one, even after a failure, so that services end.
         let mut ended = Ok(());
         for to in 0..p {
@@ -440,43 +618,72 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
     stats.pages_served = served?;
     stats.network_bytes = network.bytes.load(Ordering::Relaxed);
     stats.network_time = Duration::from_nanos(network.nanos.load(Ordering::Relaxed));
+    let credit_state = credits.state.lock().unwrap();
+    (stats.max_update_bytes_in_flight, stats.update_credit_waits) = (credit_state.max_in_flight, credit_state.waits);
+    drop(credit_state);
 
     // Gather the spilled ranges and apply (Algorithms 3 and 4).
     let old_of_new = ctx.store.file(&format!("{}/old-of-new", layout.name))?;
-    let mut values = Vec::new();
     let mut apply_time = Duration::ZERO;
     let global = global.into_inner().unwrap();
+    let chunk = ctx.plan.apply_chunk_vertices;
+    let mut ids = Vec::with_capacity(chunk * 4);
     let mut gather = global.apply_ranges(query, |first, gathered| {
         let t = Instant::now();
-        let mut bytes = vec![0u8; gathered.len() * 4];
-        old_of_new.read_exact_at(&mut bytes, first * 4)?;
-        for (k, old) in u32s_from_le_bytes(&bytes).into_iter().enumerate() {
-            let degree = ctx.degree[first as usize + k] as u64;
-            values.push((old, query.vertex_apply(old as VertexId, degree, gathered[k]).to_bits()));
+        for (c, values) in gathered.chunks(chunk).enumerate() {
+            let start = first as usize + c * chunk;
+            ids.resize(values.len() * 4, 0);
+            old_of_new.read_exact_at(&mut ids, start as u64 * 4)?;
+            for (k, old) in ids.chunks_exact(4).enumerate() {
+                let old = u32::from_le_bytes(old.try_into().unwrap()) as usize;
+                let output = query.vertex_apply(old as VertexId, ctx.degree[start + k] as u64, values[k]);
+                ctx.output[old].store(output.to_bits(), Ordering::Relaxed);
+            }
         }
         apply_time += t.elapsed();
         ctx.runner.cancel_token().check()
     })?;
     gather.updates_to_other_ranks = network.updates_to_other_ranks.load(Ordering::Relaxed);
     let aggregate = transport.all_reduce_u64(stats.aggregate, ReduceOp::Sum)?;
-    Ok(RankOutput { values, stats, gather, aggregate, apply_time })
+    Ok(RankOutput { stats, gather, aggregate, apply_time })
 }
 
-/// Under a distributed run: every rank gets all ranks' outputs and the sums of their figures.
-fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput> {
-    let bytes: Vec<u8> =
-        out.values.iter().flat_map(|&(v, bits)| v.to_le_bytes().into_iter().chain(bits.to_le_bytes())).collect();
-    out.values = t
-        .all_gather(bytes)?
-        .iter()
-        .flat_map(|part| {
-            part.chunks_exact(12)
-                .map(|r| {
-                    (u32::from_le_bytes(r[..4].try_into().unwrap()), u64::from_le_bytes(r[4..].try_into().unwrap()))
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+/// Under a distributed run: every rank gets all ranks' outputs, in rounds of at most
+/// the plan's `output_share_vertices` per rank (what the plan charges), and the sums of their figures.
+fn share_over_ranks<Q: NeighborhoodQuery>(
+    mut out: RankOutput,
+    ctx: &RunContext<'_, Q>,
+    t: &dyn Transport,
+) -> Result<RankOutput> {
+    let starts = &ctx.layout.rank_starts;
+    let (lo, hi) = (starts[t.rank()], starts[t.rank() + 1]);
+    let largest = (0..t.ranks()).map(|r| starts[r + 1] - starts[r]).max().unwrap_or(0);
+    let old_of_new = ctx.store.file(&format!("{}/old-of-new", ctx.layout.name))?;
+    let mut ids = Vec::new();
+    let per_round = ctx.plan.output_share_vertices;
+    for round in 0..largest.div_ceil(per_round) {
+        let a = (lo + round * per_round).min(hi);
+        let b = (a + per_round).min(hi);
+        ids.resize((b - a) as usize * 4, 0);
+        old_of_new.read_exact_at(&mut ids, a * 4)?;
+        let mut bytes = Vec::with_capacity((b - a) as usize * 12);
+        for old in ids.chunks_exact(4) {
+            bytes.extend_from_slice(old);
+            let old = u32::from_le_bytes(old.try_into().unwrap()) as usize;
+            bytes.extend_from_slice(&ctx.output[old].load(Ordering::Relaxed).to_le_bytes());
+        }
+        for part in t.all_gather(bytes)? {
+            for record in part.chunks_exact(12) {
+                let old = u32::from_le_bytes(record[..4].try_into().unwrap()) as usize;
+                let bits = u64::from_le_bytes(record[4..].try_into().unwrap());
+                let slot = ctx.output.get(old).ok_or_else(|| Error::Remote {
+                    rank: None,
+                    message: format!("an output for vertex {old}, beyond the graph"),
+                })?;
+                slot.store(bits, Ordering::Relaxed);
+            }
+        }
+    }
     let (s, g) = (&mut out.stats, &mut out.gather);
     let nanos = |d: Duration| d.as_nanos() as u64;
     let summed = t.all_reduce_u64s(
@@ -533,6 +740,10 @@ fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput
     s.buffers.read_time = Duration::from_nanos(summed[19]);
     g.gather_time = Duration::from_nanos(summed[20]);
     out.apply_time = Duration::from_nanos(summed[21]);
+    let maxima = t.all_reduce_u64s(&[s.max_update_bytes_in_flight, s.max_page_reply_bytes], ReduceOp::Max)?;
+    s.max_update_bytes_in_flight = maxima[0];
+    s.max_page_reply_bytes = maxima[1];
+    s.update_credit_waits = t.all_reduce_u64(s.update_credit_waits, ReduceOp::Sum)?;
     Ok(out)
 }
 
@@ -540,6 +751,7 @@ fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput
 fn serve_pages(
     transport: &dyn Transport,
     local: &StoreFile,
+    batch_pages: usize,
     page_size: u64,
     ranks: usize,
     network: &NetworkCounters,
@@ -552,6 +764,12 @@ fn serve_pages(
             continue;
         }
         let pages = u32s_from_le_bytes(&request.payload);
+        if pages.len() > batch_pages {
+            return Err(Error::Remote {
+                rank: Some(request.from),
+                message: format!("a request for {} pages, more than the {batch_pages} the plan allows", pages.len()),
+            });
+        }
         let mut bytes = vec![0u8; pages.len() * page_size as usize];
         for (k, &page) in pages.iter().enumerate() {
             let frame = &mut bytes[k * page_size as usize..(k + 1) * page_size as usize];
@@ -580,10 +798,14 @@ fn receive_updates<Q: NeighborhoodQuery>(
             done += 1;
             continue;
         }
-        let batch = decode_updates::<Q::Value>(&message.payload);
-        let mut global = global.lock().unwrap();
-        global.stats.updates_sent += batch.len() as u64;
-        global.gather(query, &batch)?;
+        let (len, message_from) = (message.payload.len(), message.from);
+        {
+            let mut global = global.lock().unwrap();
+            global.stats.updates_sent += (len / SPILL_RECORD_BYTES) as u64;
+            global.gather_encoded(query, &message.payload)?;
+        }
+        drop(message);
+        transport.send(message_from, TAG_UPDATE_ACK, (len as u64).to_le_bytes().to_vec())?;
     }
     Ok(())
 }
@@ -603,6 +825,8 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     let q = layout.q;
     let mut stats = RankStats::default();
     let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank);
+    // One request at a time: the reply is the only page batch in flight toward this rank.
+    let largest_reply = std::cell::Cell::new(0u64);
     let fetch = |owner: usize, pages: &[u32]| -> Result<Vec<u8>> {
         let t = Instant::now();
         let request: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
@@ -610,9 +834,10 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         transport.send(owner, TAG_PAGE_REQUEST, request)?;
         let reply = transport.recv(TAG_PAGE_REPLY)?;
         network.record(len, t);
+        largest_reply.set(largest_reply.get().max(reply.payload.len() as u64));
         Ok(reply.payload)
     };
-    let source = PageSource { rank, local, fetch: &fetch, batch_pages: (plan.frames / 2).max(1) };
+    let source = PageSource { rank, local, fetch: &fetch, batch_pages: plan.remote_batch_pages };
     let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
     let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
     let threads = rayon::current_num_threads().max(1);
@@ -679,6 +904,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     }
     lgb.flush(query)?;
     stats.buffers = buffers.stats;
+    stats.max_page_reply_bytes = largest_reply.get();
     Ok(stats)
 }
 
@@ -816,5 +1042,34 @@ impl<Q: NeighborhoodQuery> Emitter<Q::Value> for RankEmitter<'_, '_, Q> {
     }
     fn aggregate(&mut self, amount: u64) {
         self.aggregate += amount;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_charges_every_buffer_within_the_budget() {
+        for (n, budget) in [(2048u64, 160u64 << 10), (1 << 20, 256 << 20), (50_000, 4 << 20)] {
+            for p in [1, 2, 4] {
+                for k in [1, 2] {
+                    let page_size = match budget {
+                        b if b < 1 << 20 => 512,
+                        b if b < 64 << 20 => 4096,
+                        _ => 64 << 10,
+                    };
+                    let plan = plan_memory(n, p, k, page_size, budget, 1).unwrap();
+                    let charged = plan.resident_bytes + p as u64 * plan.charged_per_rank(page_size, k);
+                    assert!(charged <= budget, "n={n} p={p} k={k}: {charged} of {budget}");
+                    assert_eq!(plan.page_reply_bytes > 0, p > 1);
+                    assert_eq!(plan.update_window_bytes > 0, p > 1);
+                    if p > 1 {
+                        assert!(plan.page_reply_bytes >= 2 * plan.remote_batch_pages as u64 * page_size);
+                        assert!(plan.update_window_bytes >= 16 * 12 * (p as u64 - 1));
+                    }
+                }
+            }
+        }
     }
 }
