@@ -200,7 +200,7 @@ fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
     let err = tc::run(&nwsm(&store, 4 << 10, 512, 1), &tc::Config).unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
     let err =
-        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &AlgorithmParams::default()).unwrap_err();
+        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "cdlp", &AlgorithmParams::default()).unwrap_err();
     assert!(err.to_string().contains("nwsm engine does not run"), "{err}");
     let err = outcore::engine::nwsm::partition::build(
         &store,
@@ -268,4 +268,57 @@ fn bytes_in_flight_between_ranks_stay_within_what_the_plan_charges() {
         let charged = figure(&runner, "nwsm_memory_charged_bytes") as u64;
         assert!(charged > memory / 2 && charged <= memory, "ranks = {ranks}: {charged} charged of {memory}");
     }
+}
+
+/// The graph without duplicate arcs (and, undirected, without both orientations of a pair).
+fn simple(mut g: Graph) -> Graph {
+    let mut seen = BTreeSet::new();
+    g.edges.retain(|&(s, t, _)| s != t && seen.insert(if g.directed { (s, t) } else { (s.min(t), s.max(t)) }));
+    g
+}
+
+/// pr, wcc and sssp as one-level queries on nwsm (iterated rounds) equal inmem for 1, 2 and 4
+/// ranks, with budgets small enough that level-1 windows slide and updates spill.
+#[test]
+fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
+    for directed in [true, false] {
+        // two random graphs side by side, the second sparse: many components, unreachable vertices
+        let mut g = simple(erdos_renyi(1200, 4800, 9, directed, false));
+        let other = simple(erdos_renyi(300, 200, 3, directed, false));
+        g.edges.extend(other.edges.iter().map(|&(s, t, w)| (s + g.n, t + g.n, w)));
+        g.n += other.n;
+        let dir = tempfile::tempdir().unwrap();
+        let store = build(dir.path(), &g);
+        let inmem = inmem_runner(&store);
+        let sssp_params = AlgorithmParams { source: Some(original(g.edges[0].0)), ..params() };
+        let (pr, wcc, sssp) =
+            (run(&inmem, "pr", &params()), run(&inmem, "wcc", &params()), run(&inmem, "sssp", &sssp_params));
+        for (ranks, kib) in [(1, 64), (2, 88), (4, 108)] {
+            let memory = kib << 10;
+            let context = format!("directed={directed} ranks={ranks}");
+            let runner = nwsm(&store, memory, 512, ranks);
+            let got = run(&runner, "pr", &params());
+            let (ValueColumn::Float(a), ValueColumn::Float(b)) = (&got.columns[0].1, &pr.columns[0].1) else {
+                panic!("pr gives floats")
+            };
+            assert!(a.iter().zip(b).all(|(x, y)| close(*x, *y)), "{context}: pr");
+            assert!(figure(&runner, "nwsm_level1_window_slides") >= 4.0, "{context}: windows did not slide");
+            assert!(
+                figure(&runner, "nwsm_updates_spilled") > 0.0,
+                "{context}: no update spilled (q = {})",
+                figure(&runner, "nwsm_q")
+            );
+            assert_eq!(runner.finish("pr").iterations, 11, "{context}: out-degrees and 10 iterations");
+            assert_same(&run(&nwsm(&store, memory, 512, ranks), "wcc", &params()), &wcc, &format!("{context}: wcc"));
+            let got = run(&nwsm(&store, memory, 512, ranks), "sssp", &sssp_params);
+            assert_same(&got, &sssp, &format!("{context}: sssp"));
+        }
+    }
+    // pr refuses a multigraph: full lists merge duplicate arcs
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = complete(5, true);
+    g.edges.push((0, 1, 1.0));
+    let store = build(dir.path(), &g);
+    let err = outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &params()).unwrap_err();
+    assert!(err.to_string().contains("without duplicate arcs"), "{err}");
 }

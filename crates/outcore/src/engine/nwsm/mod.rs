@@ -158,7 +158,9 @@ impl MemoryPlan {
 
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
-    let resident_bytes = n * partition::RESIDENT_BYTES_PER_VERTEX;
+    // One-level queries also keep the store id of every vertex (4 B): they read state by it.
+    let store_id_bytes = if k == 1 { 4 } else { 0 };
+    let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes);
     let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
     let frames = (frames_bytes / page_size) as usize;
@@ -285,6 +287,8 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     /// The output column (store-id order, the bits of `Q::Output`): every rank writes its own
     /// vertices' outputs here; it is the 8 B per vertex the plan keeps resident.
     output: &'a [AtomicU64],
+    /// Store id of every BBP id, for one-level queries ([`NeighborhoodView::store_id`]).
+    store_ids: Option<Vec<u32>>,
 }
 
 /// What one rank hands back: figures (its outputs are in the shared output column).
@@ -375,6 +379,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         spill_dir: store.temp_dir()?,
         bar: &*bar,
         output: &output,
+        store_ids: match k {
+            1 => Some(u32s_from_le_bytes(&store.file(&format!("{dir}/old-of-new"))?.read_all()?)),
+            _ => None,
+        },
     };
     let scatter_started = Instant::now();
     let outputs = match transport {
@@ -446,7 +454,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("aggregate", aggregate.into());
     let io = runner.io_snapshot().since(&io_before);
     runner.record_iteration(IterationStats {
-        iteration: 0,
+        iteration: runner.iterations_recorded(),
         active_vertices: n,
         edges_processed: stats.adjacency_entries_loaded,
         bytes_read: io.bytes_read,
@@ -862,7 +870,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
             stats.adjacency_entries_loaded += w1.entries() as u64;
             let t = Instant::now();
             let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: voi.as_mut(), aggregate: 0, error: None };
-            let view = WindowView { w1: &w1, w2: None };
+            let view = WindowView { w1: &w1, w2: None, store_ids: ctx.store_ids.as_deref() };
             for (k, &u) in w1.ids.iter().enumerate() {
                 query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
             }
@@ -921,7 +929,7 @@ fn scatter_level2<Q: NeighborhoodQuery>(
     let tasks = (threads * 4).min(w2.ids.len()).max(1);
     let per_task = w2.ids.len().div_ceil(tasks);
     let capacity = ctx.plan.local_gather_records / threads;
-    let view = WindowView { w1, w2: Some(w2) };
+    let view = WindowView { w1, w2: Some(w2), store_ids: None };
     let aggregate = AtomicU64::new(0);
     (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
         let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
@@ -969,7 +977,8 @@ fn scatter_partial<Q: NeighborhoodQuery>(
         for slot in slots(buffers.page(frame)) {
             record.resize(slot.len as usize, Nbr(0));
             read_record(buffers.page(frame), &slot, &mut record);
-            query.adj_scatter(1, &PartialView, &mut emitter, slot.source as VertexId, &record);
+            let view = PartialView { store_ids: ctx.store_ids.as_deref() };
+            query.adj_scatter(1, &view, &mut emitter, slot.source as VertexId, &record);
             stats.adjacency_entries_loaded += slot.len as u64;
         }
         buffers.unpin(frame);
@@ -983,9 +992,19 @@ fn scatter_partial<Q: NeighborhoodQuery>(
     Ok(())
 }
 
-struct PartialView;
+struct PartialView<'a> {
+    store_ids: Option<&'a [u32]>,
+}
 
-impl NeighborhoodView for PartialView {
+/// The store id of `v` from the one-level query's column.
+fn store_id_of(store_ids: Option<&[u32]>, v: VertexId) -> VertexId {
+    store_ids.expect("store ids are available to one-level queries")[v as usize] as VertexId
+}
+
+impl NeighborhoodView for PartialView<'_> {
+    fn store_id(&self, v: VertexId) -> VertexId {
+        store_id_of(self.store_ids, v)
+    }
     fn adjacency(&self, _: VertexId) -> &[Nbr] {
         panic!("adjacency lists are not available in partial-list mode")
     }
@@ -998,9 +1017,13 @@ impl NeighborhoodView for PartialView {
 struct WindowView<'a> {
     w1: &'a AdjWindow,
     w2: Option<&'a AdjWindow>,
+    store_ids: Option<&'a [u32]>,
 }
 
 impl NeighborhoodView for WindowView<'_> {
+    fn store_id(&self, v: VertexId) -> VertexId {
+        store_id_of(self.store_ids, v)
+    }
     fn adjacency(&self, v: VertexId) -> &[Nbr] {
         self.w2
             .and_then(|w| w.list(v))
