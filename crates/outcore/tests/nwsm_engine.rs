@@ -188,6 +188,25 @@ fn a_query_needing_a_larger_q_repartitions_and_gives_the_same_result() {
     assert!(figure(&tight, "nwsm_q") > 1.0);
     assert_eq!(tight.finish("tc").extra.get("nwsm_repartitioned"), Some(&serde_json::Value::Bool(true)));
     assert_same(&a, &b, "tc after repartitioning");
+    // the coarser layout was removed when the finer one was built: files, directory and entry
+    let left: Vec<String> = BbpLayout::all(&Store::open(store.dir()).unwrap()).into_iter().map(|l| l.name).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(!store.dir().join("bbp-1-1").exists());
+    Store::open(store.dir()).unwrap().verify().unwrap();
+    // a layout a run holds is kept until it is free
+    let finer = BbpLayout::find(&Store::open(store.dir()).unwrap(), 1, 1, 1024).unwrap();
+    let held = outcore::engine::nwsm::partition::LayoutLock::shared(&store, &finer.name).unwrap();
+    let tighter = nwsm(&store, 72 << 10, 1024, 1);
+    assert_same(&run(&tighter, "tc", &params()), &a, "tc after a second repartitioning");
+    assert!(figure(&tighter, "nwsm_q") > finer.q as f64);
+    let fresh = Store::open(store.dir()).unwrap();
+    assert_eq!(BbpLayout::all(&fresh).len(), 2, "the held layout stays");
+    drop(held);
+    let removed =
+        outcore::engine::nwsm::partition::remove_coarser(&fresh, 1, figure(&tighter, "nwsm_q") as usize, 1024);
+    assert_eq!(removed.unwrap(), vec![finer.name.clone()]);
+    assert_eq!(BbpLayout::all(&Store::open(store.dir()).unwrap()).len(), 1);
+    assert!(!store.dir().join(&finer.name).exists());
     let (_, total) = reference_triangles(&g);
     assert_eq!(a.summary["triangles"], total);
 }
@@ -321,4 +340,37 @@ fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
     let store = build(dir.path(), &g);
     let err = outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &params()).unwrap_err();
     assert!(err.to_string().contains("without duplicate arcs"), "{err}");
+}
+
+/// Every run reports how long each resource was busy (summed over ranks: each rank's share is
+/// at most the run's wall time) and reads the next level-1 window's pages ahead.
+#[test]
+fn busy_times_are_reported_and_plausible_and_pages_are_read_ahead() {
+    let g = rmat(10, 8, 4, true);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    for ranks in [1, 2] {
+        let runner = nwsm(&store, 160 << 10, 512, ranks);
+        run(&runner, "tc", &params());
+        let wall = figure(&runner, "nwsm_scatter_gather_apply_seconds");
+        let threads = rayon::current_num_threads() as f64;
+        let extra = runner.finish("tc").extra;
+        for (key, per_rank) in [
+            ("busy_compute_seconds", 1.0),
+            ("busy_prefetch_read_seconds", 1.0),
+            ("busy_disk_read_seconds", 2.0),
+            ("busy_gather_seconds", 1.0 + threads),
+            ("busy_apply_seconds", 1.0),
+            ("busy_network_seconds", 2.0 + threads),
+        ] {
+            let busy = extra.get(&format!("nwsm_{key}")).and_then(|v| v.as_f64());
+            let busy = busy.unwrap_or_else(|| panic!("{key} is not reported"));
+            assert!(busy >= 0.0 && busy <= wall * per_rank * ranks as f64 + 1e-3, "{key} = {busy} s, wall {wall} s");
+        }
+        assert!(figure(&runner, "nwsm_busy_compute_seconds") > 0.0);
+        assert!(figure(&runner, "nwsm_level1_window_slides") >= 2.0);
+        assert!(figure(&runner, "nwsm_prefetched_pages") > 0.0, "ranks = {ranks}: nothing was read ahead");
+        let plan = &extra["nwsm_memory_plan"];
+        assert!(plan["prefetch_pages"].as_u64().unwrap() >= 1);
+    }
 }

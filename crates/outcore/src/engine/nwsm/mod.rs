@@ -36,15 +36,22 @@
 //!
 //! **Overlap** (3-LPO, §4.1): level-2 computation runs on all rayon threads; page serving and
 //! the global gather run on their own threads beside the scatter; spilled ranges are gathered
-//! by a loader thread while apply runs. Reads of a rank's own adjacency windows are not yet
-//! overlapped with its computation. Each run reports the time each resource was busy (disk
-//! reads, scatter computation, network, gathering and spilling, apply).
+//! by a loader thread while apply runs; the pages of a rank's next level-1 window (those not
+//! resident, up to the plan's read-ahead) are read by a reader thread while the current window
+//! and its nested level-2 windows are computed. Each run reports the time each resource was
+//! busy (disk reads — buffer-manager misses plus read-ahead —, scatter computation, network,
+//! gathering and spilling, apply), summed over ranks and threads, so a busy time may exceed
+//! the wall time when ranks run side by side.
+//!
+//! **One-level queries** (k = 1: pr, wcc, sssp): level 1 only, no vertex of interest; they
+//! read per-vertex state in store-id order through [`NeighborhoodView::store_id`] (the plan
+//! keeps the store ids resident, 4 B per vertex), and algorithms iterate them as rounds.
 //!
 //! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole
 //! (every rank writes its outputs straight into the one column), and so do the ranks' page
 //! indexes (12 B per page); W ranks in one process share the one budget, each planning
-//! (budget − resident) / W. Per rank, 1/8 is page frames; next what is in flight between ranks
-//! (W > 1): the page reply it waits for and the one its server fills (a request asks for at most
+//! (budget − resident) / W. Per rank, 1/8 is page memory (frames; a quarter of it reads ahead);
+//! next what is in flight between ranks (W > 1): the page reply it waits for and the one its server fills (a request asks for at most
 //! a quarter of the frames), an update credit window (a rank may have at most that many update
 //! bytes unacknowledged, split evenly over the destinations, so none receives more either;
 //! charged twice, sent and received) and the output shares of a distributed run (in rounds);
@@ -78,7 +85,7 @@ use self::gather::{
     encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES, SPILL_RECORD_BYTES,
 };
 use self::pages::{read_record, slots, BufferManager, BufferStats};
-use self::window::{materialize, take_window, AdjWindow, PageIndex, PageSource};
+use self::window::{materialize, pages_of, take_window, AdjWindow, PageIndex, PageSource, Prefetched};
 use super::stream::IndexedBitmap;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
@@ -115,6 +122,8 @@ pub struct MemoryPlan {
     /// Each rank's share: (budget − resident) / p.
     pub per_rank_bytes: u64,
     pub frames: usize,
+    /// Pages of the next level-1 window read ahead while the current one is computed.
+    pub prefetch_pages: usize,
     pub window1_bytes: u64,
     pub window2_bytes: u64,
     /// Updates each local gather buffer of a level holds (all of a level's buffers together).
@@ -142,7 +151,7 @@ pub struct MemoryPlan {
 impl MemoryPlan {
     /// Bytes one rank's buffers may hold at once (all parts of the plan added).
     pub fn charged_per_rank(&self, page_size: u64, k: usize) -> u64 {
-        self.frames as u64 * page_size
+        (self.frames + self.prefetch_pages) as u64 * page_size
             + self.window1_bytes
             + self.window2_bytes
             + k as u64 * self.local_gather_records as u64 * gather::LOCAL_RECORD_BYTES
@@ -163,7 +172,10 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
     let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes);
     let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
-    let frames = (frames_bytes / page_size) as usize;
+    // A quarter of the page memory reads the next level-1 window ahead (none below 5 pages).
+    let pages = (frames_bytes / page_size) as usize;
+    let prefetch_pages = (pages / 4).min(pages.saturating_sub(4));
+    let frames = pages - prefetch_pages;
     let room = per_rank.saturating_sub(frames_bytes);
     // In flight between ranks (none with one rank): a quarter of the frames per page reply, an
     // update credit window of 1/32 of the room (at least 16 updates per other rank, at most
@@ -206,6 +218,7 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
         resident_bytes,
         per_rank_bytes: per_rank,
         frames,
+        prefetch_pages,
         window1_bytes: windows * 2 / 5,
         window2_bytes: windows * 3 / 5,
         local_gather_records,
@@ -241,6 +254,9 @@ struct RankStats {
     /// Largest page reply this rank received.
     max_page_reply_bytes: u64,
     update_credit_waits: u64,
+    /// Pages of this rank read ahead by the reader thread, and the time it was reading.
+    prefetched_pages: u64,
+    prefetch_time: Duration,
 }
 
 impl RankStats {
@@ -262,6 +278,8 @@ impl RankStats {
         self.max_update_bytes_in_flight = self.max_update_bytes_in_flight.max(o.max_update_bytes_in_flight);
         self.max_page_reply_bytes = self.max_page_reply_bytes.max(o.max_page_reply_bytes);
         self.update_credit_waits += o.update_credit_waits;
+        self.prefetched_pages += o.prefetched_pages;
+        self.prefetch_time += o.prefetch_time;
     }
 }
 
@@ -348,6 +366,14 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
             }
         }
     };
+    // Held for the whole run: a finer layout built meanwhile does not remove this one.
+    let _in_use = partition::LayoutLock::shared(store, &layout.name)?;
+    if !BbpLayout::all(&Store::open(store.dir())?).iter().any(|l| l.name == layout.name) {
+        return Err(Error::store(
+            store.dir(),
+            format!("{} was removed while this run started; run again", layout.name),
+        ));
+    }
     let partition_seconds = started.elapsed().as_secs_f64();
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
     // The page indexes of all ranks stay whole (12 B per page); the rest of the budget is planned.
@@ -445,7 +471,9 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("updates_spilled", gather.updates_spilled.into());
     put("spill_bytes_written", gather.spill_bytes_written.into());
     put("spill_bytes_read", gather.spill_bytes_read.into());
-    put("busy_disk_read_seconds", json!(stats.buffers.read_time.as_secs_f64()));
+    put("prefetched_pages", stats.prefetched_pages.into());
+    put("busy_prefetch_read_seconds", json!(stats.prefetch_time.as_secs_f64()));
+    put("busy_disk_read_seconds", json!((stats.buffers.read_time + stats.prefetch_time).as_secs_f64()));
     put("busy_compute_seconds", json!(stats.scatter_time.as_secs_f64()));
     put("busy_network_seconds", json!(stats.network_time.as_secs_f64()));
     put("busy_gather_seconds", json!(gather.gather_time.as_secs_f64()));
@@ -498,9 +526,9 @@ impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
             return global.gather(self.query, batch);
         }
         for part in batch.chunks(self.credits.records_per_batch()) {
-            let t = Instant::now();
             let len = part.len() * SPILL_RECORD_BYTES;
             self.credits.acquire(self.transport, rank, len as u64)?;
+            let t = Instant::now();
             self.transport.send(rank, TAG_UPDATES, encode_updates(part))?;
             self.network.updates_to_other_ranks.fetch_add(part.len() as u64, Ordering::Relaxed);
             self.network.record(len, t);
@@ -751,7 +779,10 @@ fn share_over_ranks<Q: NeighborhoodQuery>(
     let maxima = t.all_reduce_u64s(&[s.max_update_bytes_in_flight, s.max_page_reply_bytes], ReduceOp::Max)?;
     s.max_update_bytes_in_flight = maxima[0];
     s.max_page_reply_bytes = maxima[1];
-    s.update_credit_waits = t.all_reduce_u64(s.update_credit_waits, ReduceOp::Sum)?;
+    let more =
+        t.all_reduce_u64s(&[s.update_credit_waits, s.prefetched_pages, nanos(s.prefetch_time)], ReduceOp::Sum)?;
+    (s.update_credit_waits, s.prefetched_pages) = (more[0], more[1]);
+    s.prefetch_time = Duration::from_nanos(more[2]);
     Ok(out)
 }
 
@@ -848,7 +879,6 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     let source = PageSource { rank, local, fetch: &fetch, batch_pages: plan.remote_batch_pages };
     let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
     let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
-    let threads = rayon::current_num_threads().max(1);
     for i in 0..q {
         let g = rank * q + i;
         let range = layout.chunk_range(g);
@@ -859,54 +889,34 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         }
         let mut candidates = range.clone().filter(|&v| degree[v as usize] > 0);
         let mut pending = None;
-        loop {
+        let mut next = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
+        let mut prefetched = Prefetched::default();
+        while !next.is_empty() {
             runner.cancel_token().check()?;
-            let ids = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
-            if ids.is_empty() {
-                break;
-            }
-            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, ids)?;
+            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, next, &prefetched)?;
+            prefetched = Prefetched::default();
             stats.level1_windows += 1;
             stats.adjacency_entries_loaded += w1.entries() as u64;
-            let t = Instant::now();
-            let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: voi.as_mut(), aggregate: 0, error: None };
-            let view = WindowView { w1: &w1, w2: None, store_ids: ctx.store_ids.as_deref() };
-            for (k, &u) in w1.ids.iter().enumerate() {
-                query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
-            }
-            stats.aggregate += emitter.aggregate;
-            if let Some(e) = emitter.error.take() {
-                return Err(e);
-            }
-            stats.scatter_time += t.elapsed();
-            if let Some(voi) = voi.as_mut() {
-                stats.marked += voi.count_ones();
-                for g2 in 0..layout.p * q {
-                    let range2 = layout.chunk_range(g2);
-                    let mut cursor = range2.start as usize;
-                    let end = range2.end as usize;
-                    let mut marked = std::iter::from_fn(|| {
-                        let v = voi.next_one(cursor).filter(|&v| v < end)?;
-                        cursor = v + 1;
-                        Some(v as VertexId)
-                    });
-                    let mut pending2 = None;
-                    loop {
-                        let ids2 = take_window(&mut marked, &mut pending2, degree, plan.window2_bytes)?;
-                        if ids2.is_empty() {
-                            break;
-                        }
-                        let (w2, remote) = materialize(&mut buffers, indexes, &source, layout, degree, g2, ids2)?;
-                        stats.remote_pages += remote;
-                        stats.level2_windows += 1;
-                        stats.adjacency_entries_loaded += w2.entries() as u64;
-                        let t = Instant::now();
-                        stats.aggregate += scatter_level2(ctx, sink, &w1, &w2, threads)?;
-                        stats.scatter_time += t.elapsed();
-                    }
-                }
-                voi.clear();
-            }
+            // 3-LPO: a reader thread reads the next window's pages (those not resident, up to
+            // the plan's read-ahead) while this window is computed.
+            next = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
+            let mut ahead = pages_of(indexes, layout, g, &next);
+            ahead.retain(|&page| !buffers.is_resident(rank, page));
+            ahead.truncate(plan.prefetch_pages);
+            let (computed, read) = std::thread::scope(|scope| {
+                let reader = scope.spawn(|| {
+                    let t = Instant::now();
+                    Prefetched::read(local, layout.page_size, ahead).map(|p| (p, t.elapsed()))
+                });
+                let computed =
+                    compute_window(ctx, sink, &w1, &mut buffers, &source, &mut lgb, voi.as_mut(), &mut stats);
+                (computed, reader.join().expect("the page reader does not panic"))
+            });
+            computed?;
+            let (pages, time) = read?;
+            stats.prefetched_pages += pages.pages.len() as u64;
+            stats.prefetch_time += time;
+            prefetched = pages;
             bar.inc(w1.ids.len() as u64);
         }
     }
@@ -914,6 +924,65 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     stats.buffers = buffers.stats;
     stats.max_page_reply_bytes = largest_reply.get();
     Ok(stats)
+}
+
+/// Level 1 of a level-1 window and, nested in it, the level-2 windows of the vertices it marks.
+#[allow(clippy::too_many_arguments)]
+fn compute_window<Q: NeighborhoodQuery>(
+    ctx: &RunContext<'_, Q>,
+    sink: &RankSink<'_, Q>,
+    w1: &AdjWindow,
+    buffers: &mut BufferManager,
+    source: &PageSource<'_>,
+    lgb: &mut LocalGather<'_, Q::Value>,
+    voi: Option<&mut IndexedBitmap>,
+    stats: &mut RankStats,
+) -> Result<()> {
+    let RunContext { query, layout, plan, degree, indexes, .. } = ctx;
+    let query = *query;
+    let t = Instant::now();
+    let mut emitter = RankEmitter { query, lgb, voi, aggregate: 0, error: None };
+    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref() };
+    for (k, &u) in w1.ids.iter().enumerate() {
+        query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
+    }
+    stats.aggregate += emitter.aggregate;
+    if let Some(e) = emitter.error.take() {
+        return Err(e);
+    }
+    stats.scatter_time += t.elapsed();
+    let Some(voi) = emitter.voi else {
+        return Ok(());
+    };
+    stats.marked += voi.count_ones();
+    let threads = rayon::current_num_threads().max(1);
+    for g2 in 0..layout.p * layout.q {
+        let range2 = layout.chunk_range(g2);
+        let mut cursor = range2.start as usize;
+        let end = range2.end as usize;
+        let mut marked = std::iter::from_fn(|| {
+            let v = voi.next_one(cursor).filter(|&v| v < end)?;
+            cursor = v + 1;
+            Some(v as VertexId)
+        });
+        let mut pending2 = None;
+        loop {
+            let ids2 = take_window(&mut marked, &mut pending2, degree, plan.window2_bytes)?;
+            if ids2.is_empty() {
+                break;
+            }
+            let none = Prefetched::default();
+            let (w2, remote) = materialize(buffers, indexes, source, layout, degree, g2, ids2, &none)?;
+            stats.remote_pages += remote;
+            stats.level2_windows += 1;
+            stats.adjacency_entries_loaded += w2.entries() as u64;
+            let t = Instant::now();
+            stats.aggregate += scatter_level2(ctx, sink, w1, &w2, threads)?;
+            stats.scatter_time += t.elapsed();
+        }
+    }
+    voi.clear();
+    Ok(())
 }
 
 /// Level 2 of one pair of windows, split over the rayon threads, each with its own local
