@@ -894,7 +894,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         while !next.is_empty() {
             runner.cancel_token().check()?;
             let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, next, &prefetched)?;
-            prefetched = Prefetched::default();
+            drop(std::mem::take(&mut prefetched)); // freed before the next read-ahead
             stats.level1_windows += 1;
             stats.adjacency_entries_loaded += w1.entries() as u64;
             // 3-LPO: a reader thread reads the next window's pages (those not resident, up to
