@@ -79,6 +79,6 @@ fn clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bbp"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = outcore(&["run", "tc", "--store", &p("s"), "--engine", "nwsm", "--memory", "2KiB", "-q"]);
     assert_eq!(out.status.code(), Some(75), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = outcore(&["run", "pr", "--store", &p("s"), "--engine", "nwsm", "-q"]);
+    let out = outcore(&["run", "cdlp", "--store", &p("s"), "--engine", "nwsm", "-q"]);
     assert_eq!(out.status.code(), Some(64), "{}", String::from_utf8_lossy(&out.stderr));
 }

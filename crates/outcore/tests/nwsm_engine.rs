@@ -188,6 +188,25 @@ fn a_query_needing_a_larger_q_repartitions_and_gives_the_same_result() {
     assert!(figure(&tight, "nwsm_q") > 1.0);
     assert_eq!(tight.finish("tc").extra.get("nwsm_repartitioned"), Some(&serde_json::Value::Bool(true)));
     assert_same(&a, &b, "tc after repartitioning");
+    // the coarser layout was removed when the finer one was built: files, directory and entry
+    let left: Vec<String> = BbpLayout::all(&Store::open(store.dir()).unwrap()).into_iter().map(|l| l.name).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(!store.dir().join("bbp-1-1").exists());
+    Store::open(store.dir()).unwrap().verify().unwrap();
+    // a layout a run holds is kept until it is free
+    let finer = BbpLayout::find(&Store::open(store.dir()).unwrap(), 1, 1, 1024).unwrap();
+    let held = outcore::engine::nwsm::partition::LayoutLock::shared(&store, &finer.name).unwrap();
+    let tighter = nwsm(&store, 72 << 10, 1024, 1);
+    assert_same(&run(&tighter, "tc", &params()), &a, "tc after a second repartitioning");
+    assert!(figure(&tighter, "nwsm_q") > finer.q as f64);
+    let fresh = Store::open(store.dir()).unwrap();
+    assert_eq!(BbpLayout::all(&fresh).len(), 2, "the held layout stays");
+    drop(held);
+    let removed =
+        outcore::engine::nwsm::partition::remove_coarser(&fresh, 1, figure(&tighter, "nwsm_q") as usize, 1024);
+    assert_eq!(removed.unwrap(), vec![finer.name.clone()]);
+    assert_eq!(BbpLayout::all(&Store::open(store.dir()).unwrap()).len(), 1);
+    assert!(!store.dir().join(&finer.name).exists());
     let (_, total) = reference_triangles(&g);
     assert_eq!(a.summary["triangles"], total);
 }
@@ -200,7 +219,7 @@ fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
     let err = tc::run(&nwsm(&store, 4 << 10, 512, 1), &tc::Config).unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
     let err =
-        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &AlgorithmParams::default()).unwrap_err();
+        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "cdlp", &AlgorithmParams::default()).unwrap_err();
     assert!(err.to_string().contains("nwsm engine does not run"), "{err}");
     let err = outcore::engine::nwsm::partition::build(
         &store,
@@ -237,5 +256,121 @@ fn tc_on_inmem_equals_a_plain_count_on_random_graphs() {
         assert_eq!(got.summary["triangles"], total);
         let on_nwsm = run(&nwsm(&store, 1 << 20, 1024, 2), "tc", &params());
         assert_same(&on_nwsm, &got, &format!("seed {seed}"));
+    }
+}
+
+/// With W ranks in one process every buffer between ranks is in the memory plan: the update
+/// bytes a rank had unacknowledged never exceed its credit window, no page reply is larger
+/// than the plan's batch, and all the plan's parts together stay within the one budget.
+#[test]
+fn bytes_in_flight_between_ranks_stay_within_what_the_plan_charges() {
+    let g = rmat(11, 8, 7, false);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let (_, total) = reference_triangles(&g);
+    let memory = 192 << 10;
+    for ranks in [2, 4] {
+        let runner = nwsm(&store, memory, 512, ranks);
+        assert_eq!(tc::run(&runner, &tc::Config).unwrap().total, total, "ranks = {ranks}");
+        let extra = runner.finish("tc").extra;
+        let plan = &extra["nwsm_memory_plan"];
+        let get = |v: &serde_json::Value| v.as_u64().unwrap();
+        let in_flight = figure(&runner, "nwsm_max_update_bytes_in_flight") as u64;
+        assert!(in_flight > 0, "ranks = {ranks}: no update crossed ranks");
+        assert!(in_flight <= get(&plan["update_window_bytes"]), "ranks = {ranks}: {in_flight} bytes in flight");
+        assert!(get(&plan["update_flight_bytes"]) >= 2 * get(&plan["update_window_bytes"]));
+        assert!(figure(&runner, "nwsm_update_credit_waits") > 0.0, "ranks = {ranks}: the window never filled");
+        let reply = figure(&runner, "nwsm_max_page_reply_bytes") as u64;
+        assert!(reply > 0, "ranks = {ranks}: no page came from another rank");
+        assert!(reply <= get(&plan["remote_batch_pages"]) * 512);
+        assert!(get(&plan["page_reply_bytes"]) >= 2 * reply);
+        let charged = figure(&runner, "nwsm_memory_charged_bytes") as u64;
+        assert!(charged > memory / 2 && charged <= memory, "ranks = {ranks}: {charged} charged of {memory}");
+    }
+}
+
+/// The graph without duplicate arcs (and, undirected, without both orientations of a pair).
+fn simple(mut g: Graph) -> Graph {
+    let mut seen = BTreeSet::new();
+    g.edges.retain(|&(s, t, _)| s != t && seen.insert(if g.directed { (s, t) } else { (s.min(t), s.max(t)) }));
+    g
+}
+
+/// pr, wcc and sssp as one-level queries on nwsm (iterated rounds) equal inmem for 1, 2 and 4
+/// ranks, with budgets small enough that level-1 windows slide and updates spill.
+#[test]
+fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
+    for directed in [true, false] {
+        // two random graphs side by side, the second sparse: many components, unreachable vertices
+        let mut g = simple(erdos_renyi(1200, 4800, 9, directed, false));
+        let other = simple(erdos_renyi(300, 200, 3, directed, false));
+        g.edges.extend(other.edges.iter().map(|&(s, t, w)| (s + g.n, t + g.n, w)));
+        g.n += other.n;
+        let dir = tempfile::tempdir().unwrap();
+        let store = build(dir.path(), &g);
+        let inmem = inmem_runner(&store);
+        let sssp_params = AlgorithmParams { source: Some(original(g.edges[0].0)), ..params() };
+        let (pr, wcc, sssp) =
+            (run(&inmem, "pr", &params()), run(&inmem, "wcc", &params()), run(&inmem, "sssp", &sssp_params));
+        for (ranks, kib) in [(1, 64), (2, 88), (4, 108)] {
+            let memory = kib << 10;
+            let context = format!("directed={directed} ranks={ranks}");
+            let runner = nwsm(&store, memory, 512, ranks);
+            let got = run(&runner, "pr", &params());
+            let (ValueColumn::Float(a), ValueColumn::Float(b)) = (&got.columns[0].1, &pr.columns[0].1) else {
+                panic!("pr gives floats")
+            };
+            assert!(a.iter().zip(b).all(|(x, y)| close(*x, *y)), "{context}: pr");
+            assert!(figure(&runner, "nwsm_level1_window_slides") >= 4.0, "{context}: windows did not slide");
+            assert!(
+                figure(&runner, "nwsm_updates_spilled") > 0.0,
+                "{context}: no update spilled (q = {})",
+                figure(&runner, "nwsm_q")
+            );
+            assert_eq!(runner.finish("pr").iterations, 11, "{context}: out-degrees and 10 iterations");
+            assert_same(&run(&nwsm(&store, memory, 512, ranks), "wcc", &params()), &wcc, &format!("{context}: wcc"));
+            let got = run(&nwsm(&store, memory, 512, ranks), "sssp", &sssp_params);
+            assert_same(&got, &sssp, &format!("{context}: sssp"));
+        }
+    }
+    // pr refuses a multigraph: full lists merge duplicate arcs
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = complete(5, true);
+    g.edges.push((0, 1, 1.0));
+    let store = build(dir.path(), &g);
+    let err = outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &params()).unwrap_err();
+    assert!(err.to_string().contains("without duplicate arcs"), "{err}");
+}
+
+/// Every run reports how long each resource was busy (summed over ranks: each rank's share is
+/// at most the run's wall time) and reads the next level-1 window's pages ahead.
+#[test]
+fn busy_times_are_reported_and_plausible_and_pages_are_read_ahead() {
+    let g = rmat(10, 8, 4, true);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    for ranks in [1, 2] {
+        let runner = nwsm(&store, 160 << 10, 512, ranks);
+        run(&runner, "tc", &params());
+        let wall = figure(&runner, "nwsm_scatter_gather_apply_seconds");
+        let threads = rayon::current_num_threads() as f64;
+        let extra = runner.finish("tc").extra;
+        for (key, per_rank) in [
+            ("busy_compute_seconds", 1.0),
+            ("busy_prefetch_read_seconds", 1.0),
+            ("busy_disk_read_seconds", 2.0),
+            ("busy_gather_seconds", 1.0 + threads),
+            ("busy_apply_seconds", 1.0),
+            ("busy_network_seconds", 2.0 + threads),
+        ] {
+            let busy = extra.get(&format!("nwsm_{key}")).and_then(|v| v.as_f64());
+            let busy = busy.unwrap_or_else(|| panic!("{key} is not reported"));
+            assert!(busy >= 0.0 && busy <= wall * per_rank * ranks as f64 + 1e-3, "{key} = {busy} s, wall {wall} s");
+        }
+        assert!(figure(&runner, "nwsm_busy_compute_seconds") > 0.0);
+        assert!(figure(&runner, "nwsm_level1_window_slides") >= 2.0);
+        assert!(figure(&runner, "nwsm_prefetched_pages") > 0.0, "ranks = {ranks}: nothing was read ahead");
+        let plan = &extra["nwsm_memory_plan"];
+        assert!(plan["prefetch_pages"].as_u64().unwrap() >= 1);
     }
 }

@@ -12,8 +12,16 @@
 //! and `apply` runs on every vertex (`applies_to_all`) so that vertices without in-edges get
 //! the teleport term too. Messages are whole contributions of one iteration, not increments
 //! (`MessageKind::Value`); for the accumulative variant see [`super::pagerank_delta`].
+//!
+//! On engines that run neighborhood queries (nwsm) every iteration is a one-level query
+//! ([`PageRankRound`], TurboGraph++ §2.3 with k = 1): each vertex of a level-1 window sends
+//! PR(u)/outdeg(u) to the out-neighbours in its full list, targets gather the sum, apply adds
+//! the teleport and sink terms. A first query counts out-degrees from the lists; full lists hold
+//! each neighbour once and no self-loop, so the graph must have neither duplicate arcs nor
+//! self-loops (checked: the out-degrees must add up to the store's arc count).
 
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::nwsm::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -87,9 +95,74 @@ impl VertexProgram for PageRank {
     }
 }
 
+/// One PageRank iteration as a one-level neighborhood query (`out_degree` empty: the query
+/// that counts out-degrees instead).
+struct PageRankRound<'a> {
+    rank: &'a [f64],
+    out_degree: &'a [f64],
+    damping: f64,
+    sink_mass: f64,
+}
+
+impl NeighborhoodQuery for PageRankRound<'_> {
+    type Value = f64;
+    type Output = f64;
+
+    fn levels(&self) -> usize {
+        1
+    }
+    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<f64>, u: u64, adj: &[Nbr]) {
+        let outs = adj.iter().filter(|v| v.is_out());
+        match self.out_degree {
+            [] => out.update(u, outs.count() as f64),
+            degrees => {
+                let u = view.store_id(u) as usize;
+                let share = self.rank[u] / degrees[u];
+                outs.for_each(|v| out.update(v.id(), share));
+            }
+        }
+    }
+    fn vertex_gather(&self, gathered: f64, update: f64) -> f64 {
+        gathered + update
+    }
+    fn vertex_apply(&self, _: VertexId, _: u64, sum: f64) -> f64 {
+        match self.out_degree {
+            [] => sum,
+            _ => {
+                let n = self.rank.len() as f64;
+                (1.0 - self.damping) / n + self.damping * sum + self.damping * self.sink_mass / n
+            }
+        }
+    }
+}
+
+fn run_rounds(runner: &Runner, config: &Config) -> Result<Vec<f64>> {
+    let n = runner.graph_info().num_vertices as usize;
+    let count = PageRankRound { rank: &[], out_degree: &[], damping: config.damping, sink_mass: 0.0 };
+    let out_degree = runner.run_neighborhood_query(&count)?.values;
+    let arcs = out_degree.iter().sum::<f64>() as u64;
+    if arcs != runner.graph_info().num_arcs {
+        return Err(Error::Unsupported(format!(
+            "pr on the nwsm engine needs a graph without duplicate arcs or self-loops; this store has {} arcs, \
+             {arcs} of them distinct and not loops",
+            runner.graph_info().num_arcs
+        )));
+    }
+    let mut rank = vec![1.0 / n as f64; n];
+    for _ in 0..config.iterations {
+        let sink_mass = rank.iter().zip(&out_degree).filter(|(_, &d)| d == 0.0).map(|(r, _)| r).sum();
+        let round = PageRankRound { rank: &rank, out_degree: &out_degree, sink_mass, ..count };
+        rank = runner.run_neighborhood_query(&round)?.values;
+    }
+    Ok(rank)
+}
+
 pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {
     if !(0.0..=1.0).contains(&config.damping) {
         return Err(Error::invalid(format!("the damping factor must be in [0, 1], got {}", config.damping)));
+    }
+    if runner.prefers_neighborhood_queries() {
+        return Ok(PageRankOutput { rank: run_rounds(runner, config)? });
     }
     let rank = runner.run_vertex_program_wire(&PageRank { damping: config.damping, iterations: config.iterations })?;
     Ok(PageRankOutput { rank })

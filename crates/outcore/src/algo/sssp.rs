@@ -7,9 +7,15 @@
 //! `combine` keeps the minimum. Negative or NaN weights would make the result meaningless, so
 //! a first one-iteration program looks at every weight and the run fails with a clear error
 //! when it finds one (engines only show weights to `scatter`, so the check is a program too).
+//!
+//! On engines that run neighborhood queries (nwsm) each Bellman-Ford round is a one-level query
+//! ([`SsspRound`], TurboGraph++ §2.3 with k = 1): every reached vertex of a level-1 window sends
+//! `distance + 1` to the out-neighbours in its full list, targets gather the minimum; rounds run
+//! until no distance drops. Full lists carry no weights, so there the store must be unweighted.
 
 use super::bfs::check_source;
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::nwsm::{Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -107,8 +113,79 @@ impl VertexProgram for BadWeights {
     }
 }
 
+/// A distance gathered by minimum; the default (the identity) is unreached.
+#[derive(Debug, Clone, Copy)]
+struct MinDistance(f64);
+
+impl Default for MinDistance {
+    fn default() -> Self {
+        MinDistance(f64::INFINITY)
+    }
+}
+
+impl GatherValue for MinDistance {
+    fn to_bits(self) -> u64 {
+        self.0.to_bits()
+    }
+    fn from_bits(bits: u64) -> Self {
+        MinDistance(f64::from_bits(bits))
+    }
+}
+
+/// One Bellman-Ford round over unit-weight out-arcs as a one-level neighborhood query.
+struct SsspRound<'a> {
+    distance: &'a [f64],
+}
+
+impl NeighborhoodQuery for SsspRound<'_> {
+    type Value = MinDistance;
+    type Output = f64;
+
+    fn levels(&self) -> usize {
+        1
+    }
+    fn adj_scatter(
+        &self,
+        _: usize,
+        view: &dyn NeighborhoodView,
+        out: &mut dyn Emitter<MinDistance>,
+        u: u64,
+        adj: &[Nbr],
+    ) {
+        let d = self.distance[view.store_id(u) as usize];
+        if d.is_finite() {
+            adj.iter().filter(|v| v.is_out()).for_each(|v| out.update(v.id(), MinDistance(d + 1.0)));
+        }
+    }
+    fn vertex_gather(&self, gathered: MinDistance, update: MinDistance) -> MinDistance {
+        MinDistance(gathered.0.min(update.0))
+    }
+    fn vertex_apply(&self, v: VertexId, _: u64, gathered: MinDistance) -> f64 {
+        self.distance[v as usize].min(gathered.0)
+    }
+}
+
+fn run_rounds(runner: &Runner, source: VertexId) -> Result<Vec<f64>> {
+    if runner.graph_info().weighted {
+        return Err(Error::Unsupported(
+            "sssp on the nwsm engine reads full adjacency lists, which carry no weights; this store is weighted".into(),
+        ));
+    }
+    let n = runner.graph_info().num_vertices as usize;
+    let mut distance: Vec<f64> = (0..n).map(|v| if v as u64 == source { 0.0 } else { f64::INFINITY }).collect();
+    loop {
+        let next = runner.run_neighborhood_query(&SsspRound { distance: &distance })?.values;
+        if std::mem::replace(&mut distance, next) == distance {
+            return Ok(distance);
+        }
+    }
+}
+
 pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
     check_source(runner, config.source)?;
+    if runner.prefers_neighborhood_queries() {
+        return Ok(SsspOutput { distance: run_rounds(runner, config.source)? });
+    }
     if runner.graph_info().weighted {
         let bad = runner.run_vertex_program_wire(&BadWeights)?.into_iter().reduce(|a, b| BadWeights.combine(a, b));
         if let Some((count @ 1.., example)) = bad {

@@ -374,6 +374,12 @@ impl Runner {
         &self.cache_engine
     }
 
+    /// Number of iterations recorded so far (the next one's index, for engines that run an
+    /// algorithm's iterations as separate queries).
+    pub fn iterations_recorded(&self) -> usize {
+        self.stats.lock().unwrap().per_iteration.len()
+    }
+
     /// Appends one iteration's figures (engines call this once per iteration).
     pub fn record_iteration(&self, iteration: IterationStats) {
         let mut stats = self.stats.lock().unwrap();

@@ -165,6 +165,25 @@ impl Store {
         self.manifest.write(&self.dir.join(manifest::MANIFEST_FILE))
     }
 
+    /// Removes a derived layout: first from the manifest (written atomically, so the store never
+    /// lists files that are gone), then its directory, renamed aside before it is deleted.
+    pub fn remove_layout(&mut self, name: &str) -> Result<()> {
+        let Some(layout) = self.manifest.layouts.remove(name) else {
+            return Ok(());
+        };
+        for rel in &layout.files {
+            self.manifest.files.remove(rel);
+        }
+        self.manifest.write(&self.dir.join(manifest::MANIFEST_FILE))?;
+        let dir = self.dir.join(name);
+        if dir.exists() {
+            let aside = self.dir.join(format!(".{name}.removed-{}", std::process::id()));
+            std::fs::rename(&dir, &aside).context(|| format!("moving {} aside", dir.display()))?;
+            std::fs::remove_dir_all(&aside).context(|| format!("removing {}", aside.display()))?;
+        }
+        Ok(())
+    }
+
     /// A scratch directory inside the store for spill and run files (created on demand).
     pub fn temp_dir(&self) -> Result<PathBuf> {
         let tmp = self.dir.join("tmp");

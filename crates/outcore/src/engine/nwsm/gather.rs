@@ -24,6 +24,8 @@ use crate::VertexId;
 pub const SPILL_RECORD_BYTES: usize = 12;
 /// Largest write buffer of a spill partition (the plan may give less).
 pub const SPILL_BUFFER_BYTES: usize = 64 << 10;
+/// Bytes a local gather buffer spends per update it holds: `(u32, V)` in memory, padded.
+pub const LOCAL_RECORD_BYTES: u64 = std::mem::size_of::<(u32, u64)>() as u64;
 
 /// Counters of a rank's gathering.
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,9 +79,23 @@ impl<V: GatherValue> GlobalGather<V> {
 
     /// Gathers combined updates (targets in this rank) into memory or spills them (Algorithm 2).
     pub fn gather<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q, updates: &[(u32, V)]) -> Result<()> {
+        self.gather_all(query, updates.iter().copied())
+    }
+
+    /// Gathers a batch as it came over the transport ([`encode_updates`]), without decoding it
+    /// into a second buffer first.
+    pub fn gather_encoded<Q: NeighborhoodQuery<Value = V>>(&mut self, query: &Q, bytes: &[u8]) -> Result<()> {
+        self.gather_all(query, decoded(bytes))
+    }
+
+    fn gather_all<Q: NeighborhoodQuery<Value = V>>(
+        &mut self,
+        query: &Q,
+        updates: impl Iterator<Item = (u32, V)>,
+    ) -> Result<()> {
         let started = Instant::now();
         let (lo, hi) = (self.bounds[0], self.bounds[1]);
-        for &(target, value) in updates {
+        for (target, value) in updates {
             let t = target as u64;
             if t >= lo && t < hi {
                 let slot = &mut self.resident[(t - lo) as usize];
@@ -219,14 +235,12 @@ pub fn encode_updates<V: GatherValue>(batch: &[(u32, V)]) -> Vec<u8> {
     bytes
 }
 
-pub fn decode_updates<V: GatherValue>(bytes: &[u8]) -> Vec<(u32, V)> {
-    bytes
-        .chunks_exact(SPILL_RECORD_BYTES)
-        .map(|r| {
-            let target = u32::from_le_bytes(r[..4].try_into().unwrap());
-            (target, V::from_bits(u64::from_le_bytes(r[4..].try_into().unwrap())))
-        })
-        .collect()
+/// The updates of an encoded batch, one after another.
+pub fn decoded<V: GatherValue>(bytes: &[u8]) -> impl Iterator<Item = (u32, V)> + '_ {
+    bytes.chunks_exact(SPILL_RECORD_BYTES).map(|r| {
+        let target = u32::from_le_bytes(r[..4].try_into().unwrap());
+        (target, V::from_bits(u64::from_le_bytes(r[4..].try_into().unwrap())))
+    })
 }
 
 /// A scatter task's local gather buffer (`LGB^l`): a direct-mapped table folds updates to the

@@ -36,16 +36,31 @@
 //!
 //! **Overlap** (3-LPO, §4.1): level-2 computation runs on all rayon threads; page serving and
 //! the global gather run on their own threads beside the scatter; spilled ranges are gathered
-//! by a loader thread while apply runs. Reads of a rank's own adjacency windows are not yet
-//! overlapped with its computation. Each run reports the time each resource was busy (disk
-//! reads, scatter computation, network, gathering and spilling, apply).
+//! by a loader thread while apply runs; the pages of a rank's next level-1 window (those not
+//! resident, up to the plan's read-ahead) are read by a reader thread while the current window
+//! and its nested level-2 windows are computed. Each run reports the time each resource was
+//! busy (disk reads — buffer-manager misses plus read-ahead —, scatter computation, network,
+//! gathering and spilling, apply), summed over ranks and threads, so a busy time may exceed
+//! the wall time when ranks run side by side.
 //!
-//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole;
-//! per rank, 1/8 of the rest is page frames, then Theorem 4.1 gives q; the global gather buffer
-//! (two ranges, for double buffering), the local gather buffers (2·|VA|/(pq) per level), the
-//! vertex-of-interest bitmap and the spill write buffers come next; what remains is the
-//! adjacency windows, 40 % for level 1 and 60 % for level 2 (§4.2 gives most memory to the
-//! windows; level 2 here holds the lists of marked vertices, so it gets the larger share).
+//! **One-level queries** (k = 1: pr, wcc, sssp): level 1 only, no vertex of interest; they
+//! read per-vertex state in store-id order through [`NeighborhoodView::store_id`] (the plan
+//! keeps the store ids resident, 4 B per vertex), and algorithms iterate them as rounds.
+//!
+//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole
+//! (every rank writes its outputs straight into the one column), and so do the ranks' page
+//! indexes (12 B per page); W ranks in one process share the one budget, each planning
+//! (budget − resident) / W. Per rank, 1/8 is page memory (frames; a quarter of it reads ahead);
+//! next what is in flight between ranks (W > 1): the page reply it waits for and the one its server fills (a request asks for at most
+//! a quarter of the frames), an update credit window (a rank may have at most that many update
+//! bytes unacknowledged, split evenly over the destinations, so none receives more either;
+//! charged twice, sent and received) and the output shares of a distributed run (in rounds);
+//! then Theorem 4.1 gives q; the global gather buffer (two ranges, for double buffering), the
+//! local gather buffers (2·|VA|/(pq) per level, 16 B per update held), the vertex-of-interest
+//! bitmap and the spill write buffers come next; what remains is the adjacency windows, 40 %
+//! for level 1 and 60 % for level 2 (§4.2 gives most memory to the windows; level 2 here holds
+//! the lists of marked vertices, so it gets the larger share). Each run reports the largest
+//! update bytes in flight and page reply seen, to be checked against the plan.
 
 pub mod gather;
 pub mod pages;
@@ -67,10 +82,10 @@ pub use query::{
 };
 
 use self::gather::{
-    decode_updates, encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES,
+    encode_updates, GatherStats, GlobalGather, LocalGather, UpdateSink, SPILL_BUFFER_BYTES, SPILL_RECORD_BYTES,
 };
 use self::pages::{read_record, slots, BufferManager, BufferStats};
-use self::window::{materialize, take_window, AdjWindow, PageIndex, PageSource};
+use self::window::{materialize, pages_of, take_window, AdjWindow, PageIndex, PageSource, Prefetched};
 use super::stream::IndexedBitmap;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
@@ -95,28 +110,97 @@ impl Default for NwsmOptions {
     }
 }
 
-/// How one rank's share of the budget is spent.
+/// How one rank's share of the budget is spent. Every buffer a rank holds for longer than a
+/// few records is here: page frames, adjacency windows, gather buffers, the vertex-of-interest
+/// bitmap, spill write buffers and, with more than one rank, what is in flight between ranks
+/// (page replies, update batches under credit flow control, output shares).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct MemoryPlan {
     pub q: usize,
+    /// Bytes of the whole budget kept for per-vertex columns (degree and output).
+    pub resident_bytes: u64,
+    /// Each rank's share: (budget − resident) / p.
+    pub per_rank_bytes: u64,
     pub frames: usize,
+    /// Pages of the next level-1 window read ahead while the current one is computed.
+    pub prefetch_pages: usize,
     pub window1_bytes: u64,
     pub window2_bytes: u64,
+    /// Updates each local gather buffer of a level holds (all of a level's buffers together).
     pub local_gather_records: usize,
     pub global_gather_bytes: u64,
+    pub voi_bytes: u64,
     pub spill_buffer_bytes: u64,
+    /// Pages asked of another rank at once; a rank waits for each reply before asking again.
+    pub remote_batch_pages: usize,
+    /// Page replies: the one this rank waits for and the one its page server is filling.
+    pub page_reply_bytes: u64,
+    /// Credit window: update bytes this rank may have sent and not yet seen acknowledged, split
+    /// evenly over the other ranks, so that no rank receives more than this much either.
+    pub update_window_bytes: u64,
+    /// Update bytes charged for the window: sent by this rank plus received from others.
+    pub update_flight_bytes: u64,
+    /// Vertices each rank shares per round of a distributed run's output exchange.
+    pub output_share_vertices: u64,
+    /// Output shares of a distributed run (vertices per round × 12 B, all ranks, ×3 copies).
+    pub output_share_bytes: u64,
+    /// Vertices applied at once (their store ids are read in chunks of this many).
+    pub apply_chunk_vertices: usize,
+}
+
+impl MemoryPlan {
+    /// Bytes one rank's buffers may hold at once (all parts of the plan added).
+    pub fn charged_per_rank(&self, page_size: u64, k: usize) -> u64 {
+        (self.frames + self.prefetch_pages) as u64 * page_size
+            + self.window1_bytes
+            + self.window2_bytes
+            + k as u64 * self.local_gather_records as u64 * gather::LOCAL_RECORD_BYTES
+            + self.global_gather_bytes
+            + self.voi_bytes
+            + (self.q as u64 - 1) * self.spill_buffer_bytes
+            + self.page_reply_bytes
+            + self.update_flight_bytes
+            + self.output_share_bytes
+            + self.apply_chunk_vertices as u64 * 4
+    }
 }
 
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
-    let resident = n * partition::RESIDENT_BYTES_PER_VERTEX;
-    let per_rank = budget.saturating_sub(resident) / p as u64;
+    // One-level queries also keep the store id of every vertex (4 B): they read state by it.
+    let store_id_bytes = if k == 1 { 4 } else { 0 };
+    let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes);
+    let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
+    // A quarter of the page memory reads the next level-1 window ahead (none below 5 pages).
+    let pages = (frames_bytes / page_size) as usize;
+    let prefetch_pages = (pages / 4).min(pages.saturating_sub(4));
+    let frames = pages - prefetch_pages;
     let room = per_rank.saturating_sub(frames_bytes);
+    // In flight between ranks (none with one rank): a quarter of the frames per page reply, an
+    // update credit window of 1/32 of the room (at least 16 updates per other rank, at most
+    // 4 MiB) and output shares of 1/64; apply reads store ids in chunks of 1/64 too.
+    let remote_batch_pages = (frames / 4).max(1);
+    let record = gather::SPILL_RECORD_BYTES as u64;
+    let apply_chunk_vertices = (room / 64 / 4).clamp(64, 4096) as usize;
+    let output_share_vertices = (room / 64 / (3 * p as u64 * record)).clamp(16, 8192);
+    let (page_reply_bytes, update_window_bytes, output_share_bytes) = if p > 1 {
+        (
+            2 * remote_batch_pages as u64 * page_size,
+            (room / 32).clamp(16 * record * (p as u64 - 1), 4 << 20),
+            3 * p as u64 * output_share_vertices * record,
+        )
+    } else {
+        (0, 0, 0)
+    };
+    let update_flight_bytes = 2 * update_window_bytes;
+    let in_flight = page_reply_bytes + update_flight_bytes + output_share_bytes + apply_chunk_vertices as u64 * 4;
+    let room = room.saturating_sub(in_flight);
     let q = partition::q_min(n, p, k, page_size, room)?.max(q_at_least);
     let range = n.div_ceil((p * q) as u64) + 1;
     let global_gather_bytes = 2 * range * partition::ATTRIBUTE_BYTES;
-    let local_gather_bytes = k as u64 * 2 * range * partition::ATTRIBUTE_BYTES;
+    let local_gather_records = (2 * range * partition::ATTRIBUTE_BYTES / gather::LOCAL_RECORD_BYTES) as usize;
+    let local_gather_bytes = k as u64 * local_gather_records as u64 * gather::LOCAL_RECORD_BYTES;
     let voi_bytes = n.div_ceil(8) + n.div_ceil(4096) / 8;
     let spill_buffer_bytes = (room / 16 / q as u64).clamp(4 << 10, SPILL_BUFFER_BYTES as u64);
     let spill_bytes = (q as u64 - 1) * spill_buffer_bytes;
@@ -131,12 +215,23 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
     }
     Ok(MemoryPlan {
         q,
-        frames: (frames_bytes / page_size) as usize,
+        resident_bytes,
+        per_rank_bytes: per_rank,
+        frames,
+        prefetch_pages,
         window1_bytes: windows * 2 / 5,
         window2_bytes: windows * 3 / 5,
-        local_gather_records: (local_gather_bytes / k as u64 / 12) as usize,
+        local_gather_records,
         global_gather_bytes,
+        voi_bytes,
         spill_buffer_bytes,
+        remote_batch_pages,
+        page_reply_bytes,
+        update_window_bytes,
+        update_flight_bytes,
+        output_share_vertices,
+        output_share_bytes,
+        apply_chunk_vertices,
     })
 }
 
@@ -154,6 +249,14 @@ struct RankStats {
     aggregate: u64,
     scatter_time: Duration,
     buffers: BufferStats,
+    /// Most update bytes this rank had sent and not yet seen acknowledged.
+    max_update_bytes_in_flight: u64,
+    /// Largest page reply this rank received.
+    max_page_reply_bytes: u64,
+    update_credit_waits: u64,
+    /// Pages of this rank read ahead by the reader thread, and the time it was reading.
+    prefetched_pages: u64,
+    prefetch_time: Duration,
 }
 
 impl RankStats {
@@ -172,6 +275,11 @@ impl RankStats {
         self.buffers.evictions += o.buffers.evictions;
         self.buffers.bytes_read += o.buffers.bytes_read;
         self.buffers.read_time += o.buffers.read_time;
+        self.max_update_bytes_in_flight = self.max_update_bytes_in_flight.max(o.max_update_bytes_in_flight);
+        self.max_page_reply_bytes = self.max_page_reply_bytes.max(o.max_page_reply_bytes);
+        self.update_credit_waits += o.update_credit_waits;
+        self.prefetched_pages += o.prefetched_pages;
+        self.prefetch_time += o.prefetch_time;
     }
 }
 
@@ -180,6 +288,8 @@ impl RankStats {
 const TAG_PAGE_REQUEST: Tag = 8100;
 const TAG_PAGE_REPLY: Tag = 8101;
 const TAG_UPDATES: Tag = 8102;
+/// Acknowledgement of an update batch (its byte count): returns that much credit to the sender.
+const TAG_UPDATE_ACK: Tag = 8103;
 
 /// What every rank of a run reads.
 struct RunContext<'a, Q: NeighborhoodQuery> {
@@ -192,11 +302,15 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     indexes: Vec<PageIndex>,
     spill_dir: PathBuf,
     bar: &'a dyn ProgressBar,
+    /// The output column (store-id order, the bits of `Q::Output`): every rank writes its own
+    /// vertices' outputs here; it is the 8 B per vertex the plan keeps resident.
+    output: &'a [AtomicU64],
+    /// Store id of every BBP id, for one-level queries ([`NeighborhoodView::store_id`]).
+    store_ids: Option<Vec<u32>>,
 }
 
-/// What one rank hands back: its vertices' outputs (store id, output bits) and figures.
+/// What one rank hands back: figures (its outputs are in the shared output column).
 struct RankOutput {
-    values: Vec<(u32, u64)>,
     stats: RankStats,
     gather: GatherStats,
     aggregate: u64,
@@ -252,9 +366,19 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
             }
         }
     };
+    // Held for the whole run: a finer layout built meanwhile does not remove this one.
+    let _in_use = partition::LayoutLock::shared(store, &layout.name)?;
+    if !BbpLayout::all(&Store::open(store.dir())?).iter().any(|l| l.name == layout.name) {
+        return Err(Error::store(
+            store.dir(),
+            format!("{} was removed while this run started; run again", layout.name),
+        ));
+    }
     let partition_seconds = started.elapsed().as_secs_f64();
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
-    let plan = plan_memory(n, p, k, options.page_size, budget.bytes(), layout.q)?;
+    // The page indexes of all ranks stay whole (12 B per page); the rest of the budget is planned.
+    let index_bytes = layout.pages_per_rank.iter().sum::<u64>() * 12;
+    let plan = plan_memory(n, p, k, options.page_size, budget.bytes().saturating_sub(index_bytes), layout.q)?;
     let partition_io = runner.io_snapshot().since(&io_before);
 
     let dir = &layout.name;
@@ -268,6 +392,8 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         });
     }
     let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
+    let initial = Q::Output::default().to_bits();
+    let output: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(initial)).collect();
     let context = RunContext {
         runner,
         store,
@@ -278,22 +404,25 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         indexes,
         spill_dir: store.temp_dir()?,
         bar: &*bar,
+        output: &output,
+        store_ids: match k {
+            1 => Some(u32s_from_le_bytes(&store.file(&format!("{dir}/old-of-new"))?.read_all()?)),
+            _ => None,
+        },
     };
     let scatter_started = Instant::now();
     let outputs = match transport {
         None => InProcessTransport::run(p, |transport| run_rank(&context, transport))?,
-        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, t.as_ref())?],
+        Some(t) => vec![share_over_ranks(run_rank(&context, t.as_ref())?, &context, t.as_ref())?],
     };
     bar.finish();
     let run_seconds = scatter_started.elapsed().as_secs_f64();
 
-    let mut values = vec![Q::Output::default(); n as usize];
+    // In place: AtomicU64 and Q::Output have the same size, so no second column is allocated.
+    let values: Vec<Q::Output> = output.into_iter().map(|bits| Q::Output::from_bits(bits.into_inner())).collect();
     let (mut stats, mut gather, mut apply_time) = (RankStats::default(), GatherStats::default(), Duration::ZERO);
     let aggregate = outputs.first().map_or(0, |o| o.aggregate);
     for out in outputs {
-        for (old, bits) in out.values {
-            values[old as usize] = Q::Output::from_bits(bits);
-        }
         stats.add(&out.stats);
         gather.updates_sent += out.gather.updates_sent;
         gather.updates_to_other_ranks += out.gather.updates_to_other_ranks;
@@ -332,13 +461,19 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("remote_pages", stats.remote_pages.into());
     put("pages_served", stats.pages_served.into());
     put("network_bytes_sent", stats.network_bytes.into());
+    put("max_update_bytes_in_flight", stats.max_update_bytes_in_flight.into());
+    put("max_page_reply_bytes", stats.max_page_reply_bytes.into());
+    put("update_credit_waits", stats.update_credit_waits.into());
+    put("memory_charged_bytes", (plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k)).into());
     put("updates_sent", gather.updates_sent.into());
     put("updates_to_other_ranks", gather.updates_to_other_ranks.into());
     put("updates_gathered_in_memory", gather.updates_gathered_in_memory.into());
     put("updates_spilled", gather.updates_spilled.into());
     put("spill_bytes_written", gather.spill_bytes_written.into());
     put("spill_bytes_read", gather.spill_bytes_read.into());
-    put("busy_disk_read_seconds", json!(stats.buffers.read_time.as_secs_f64()));
+    put("prefetched_pages", stats.prefetched_pages.into());
+    put("busy_prefetch_read_seconds", json!(stats.prefetch_time.as_secs_f64()));
+    put("busy_disk_read_seconds", json!((stats.buffers.read_time + stats.prefetch_time).as_secs_f64()));
     put("busy_compute_seconds", json!(stats.scatter_time.as_secs_f64()));
     put("busy_network_seconds", json!(stats.network_time.as_secs_f64()));
     put("busy_gather_seconds", json!(gather.gather_time.as_secs_f64()));
@@ -347,7 +482,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     put("aggregate", aggregate.into());
     let io = runner.io_snapshot().since(&io_before);
     runner.record_iteration(IterationStats {
-        iteration: 0,
+        iteration: runner.iterations_recorded(),
         active_vertices: n,
         edges_processed: stats.adjacency_entries_loaded,
         bytes_read: io.bytes_read,
@@ -380,6 +515,7 @@ struct RankSink<'a, Q: NeighborhoodQuery> {
     global: &'a Mutex<GlobalGather<Q::Value>>,
     query: &'a Q,
     network: &'a NetworkCounters,
+    credits: &'a UpdateCredits,
 }
 
 impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
@@ -389,13 +525,87 @@ impl<Q: NeighborhoodQuery> UpdateSink<Q::Value> for RankSink<'_, Q> {
             global.stats.updates_sent += batch.len() as u64;
             return global.gather(self.query, batch);
         }
-        let t = Instant::now();
-        let bytes = encode_updates(batch);
-        let len = bytes.len();
-        self.transport.send(rank, TAG_UPDATES, bytes)?;
-        self.network.updates_to_other_ranks.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        self.network.record(len, t);
+        for part in batch.chunks(self.credits.records_per_batch()) {
+            let len = part.len() * SPILL_RECORD_BYTES;
+            self.credits.acquire(self.transport, rank, len as u64)?;
+            let t = Instant::now();
+            self.transport.send(rank, TAG_UPDATES, encode_updates(part))?;
+            self.network.updates_to_other_ranks.fetch_add(part.len() as u64, Ordering::Relaxed);
+            self.network.record(len, t);
+        }
         Ok(())
+    }
+}
+
+/// Credit-based flow control of the update batches a rank sends (§4.1's transfer of local
+/// gather buffers to their owners, bounded): toward each other rank at most `per_destination`
+/// bytes may be unacknowledged; the owner acknowledges a batch once it is gathered. So a rank
+/// never has more than the plan's `update_window_bytes` in flight, nor receives more.
+struct UpdateCredits {
+    per_destination: u64,
+    state: Mutex<CreditState>,
+}
+
+struct CreditState {
+    outstanding: Vec<u64>,
+    in_flight: u64,
+    max_in_flight: u64,
+    /// Sends that had to wait for an acknowledgement first.
+    waits: u64,
+}
+
+impl UpdateCredits {
+    fn new(window_bytes: u64, ranks: usize) -> UpdateCredits {
+        let share = window_bytes / ranks.saturating_sub(1).max(1) as u64;
+        let per_destination = (share / SPILL_RECORD_BYTES as u64).max(1) * SPILL_RECORD_BYTES as u64;
+        UpdateCredits {
+            per_destination,
+            state: Mutex::new(CreditState { outstanding: vec![0; ranks], in_flight: 0, max_in_flight: 0, waits: 0 }),
+        }
+    }
+
+    fn records_per_batch(&self) -> usize {
+        (self.per_destination / SPILL_RECORD_BYTES as u64) as usize
+    }
+
+    /// Takes `bytes` of credit toward `to`, taking acknowledgements while its window is full.
+    /// (Other senders of this rank wait meanwhile: they would wait for credit anyway.)
+    fn acquire(&self, transport: &dyn Transport, to: usize, bytes: u64) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        if state.outstanding[to] > 0 && state.outstanding[to] + bytes > self.per_destination {
+            state.waits += 1;
+        }
+        while state.outstanding[to] > 0 && state.outstanding[to] + bytes > self.per_destination {
+            Self::take_ack(&mut state, transport)?;
+        }
+        state.outstanding[to] += bytes;
+        state.in_flight += bytes;
+        state.max_in_flight = state.max_in_flight.max(state.in_flight);
+        Ok(())
+    }
+
+    /// Waits until every batch sent has been acknowledged (before telling the others "done").
+    fn drain(&self, transport: &dyn Transport) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        while state.in_flight > 0 {
+            Self::take_ack(&mut state, transport)?;
+        }
+        Ok(())
+    }
+
+    fn take_ack(state: &mut CreditState, transport: &dyn Transport) -> Result<()> {
+        let ack = transport.recv(TAG_UPDATE_ACK)?;
+        let bytes = ack.payload.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        match bytes {
+            Some(bytes) if bytes <= state.outstanding[ack.from] => {
+                state.outstanding[ack.from] -= bytes;
+                state.in_flight -= bytes;
+                Ok(())
+            }
+            _ => {
+                Err(Error::Remote { rank: Some(ack.from), message: "an update acknowledgement out of protocol".into() })
+            }
+        }
     }
 }
 
@@ -416,9 +626,11 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
         ctx.plan.spill_buffer_bytes as usize,
     ));
     let network = NetworkCounters::default();
-    let sink = RankSink { rank, transport, global: &global, query, network: &network };
+    let credits = UpdateCredits::new(ctx.plan.update_window_bytes, p);
+    let sink = RankSink { rank, transport, global: &global, query, network: &network, credits: &credits };
     let (scattered, served) = std::thread::scope(|scope| {
-        let server = scope.spawn(|| serve_pages(transport, &local, layout.page_size, p, &network));
+        let server =
+            scope.spawn(|| serve_pages(transport, &local, ctx.plan.remote_batch_pages, layout.page_size, p, &network));
         let receiver = scope.spawn(|| receive_updates(transport, &global, query, p));
         let scattered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             scatter_rank(ctx, rank, transport, &local, &sink, &network)
@@ -426,6 +638,8 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
         .unwrap_or_else(|_| {
             Err(Error::Remote { rank: Some(rank), message: "the scatter of this rank panicked".into() })
         });
+        // Every batch sent is gathered (acknowledged) before this rank says it is done.
+        let scattered = scattered.and_then(|s| credits.drain(transport).map(|_| s));
         // Every rank hears "done" from this one, even after a failure, so that services end.
         let mut ended = Ok(());
         for to in 0..p {
@@ -440,43 +654,72 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
     stats.pages_served = served?;
     stats.network_bytes = network.bytes.load(Ordering::Relaxed);
     stats.network_time = Duration::from_nanos(network.nanos.load(Ordering::Relaxed));
+    let credit_state = credits.state.lock().unwrap();
+    (stats.max_update_bytes_in_flight, stats.update_credit_waits) = (credit_state.max_in_flight, credit_state.waits);
+    drop(credit_state);
 
     // Gather the spilled ranges and apply (Algorithms 3 and 4).
     let old_of_new = ctx.store.file(&format!("{}/old-of-new", layout.name))?;
-    let mut values = Vec::new();
     let mut apply_time = Duration::ZERO;
     let global = global.into_inner().unwrap();
+    let chunk = ctx.plan.apply_chunk_vertices;
+    let mut ids = Vec::with_capacity(chunk * 4);
     let mut gather = global.apply_ranges(query, |first, gathered| {
         let t = Instant::now();
-        let mut bytes = vec![0u8; gathered.len() * 4];
-        old_of_new.read_exact_at(&mut bytes, first * 4)?;
-        for (k, old) in u32s_from_le_bytes(&bytes).into_iter().enumerate() {
-            let degree = ctx.degree[first as usize + k] as u64;
-            values.push((old, query.vertex_apply(old as VertexId, degree, gathered[k]).to_bits()));
+        for (c, values) in gathered.chunks(chunk).enumerate() {
+            let start = first as usize + c * chunk;
+            ids.resize(values.len() * 4, 0);
+            old_of_new.read_exact_at(&mut ids, start as u64 * 4)?;
+            for (k, old) in ids.chunks_exact(4).enumerate() {
+                let old = u32::from_le_bytes(old.try_into().unwrap()) as usize;
+                let output = query.vertex_apply(old as VertexId, ctx.degree[start + k] as u64, values[k]);
+                ctx.output[old].store(output.to_bits(), Ordering::Relaxed);
+            }
         }
         apply_time += t.elapsed();
         ctx.runner.cancel_token().check()
     })?;
     gather.updates_to_other_ranks = network.updates_to_other_ranks.load(Ordering::Relaxed);
     let aggregate = transport.all_reduce_u64(stats.aggregate, ReduceOp::Sum)?;
-    Ok(RankOutput { values, stats, gather, aggregate, apply_time })
+    Ok(RankOutput { stats, gather, aggregate, apply_time })
 }
 
-/// Under a distributed run: every rank gets all ranks' outputs and the sums of their figures.
-fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput> {
-    let bytes: Vec<u8> =
-        out.values.iter().flat_map(|&(v, bits)| v.to_le_bytes().into_iter().chain(bits.to_le_bytes())).collect();
-    out.values = t
-        .all_gather(bytes)?
-        .iter()
-        .flat_map(|part| {
-            part.chunks_exact(12)
-                .map(|r| {
-                    (u32::from_le_bytes(r[..4].try_into().unwrap()), u64::from_le_bytes(r[4..].try_into().unwrap()))
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+/// Under a distributed run: every rank gets all ranks' outputs, in rounds of at most
+/// the plan's `output_share_vertices` per rank (what the plan charges), and the sums of their figures.
+fn share_over_ranks<Q: NeighborhoodQuery>(
+    mut out: RankOutput,
+    ctx: &RunContext<'_, Q>,
+    t: &dyn Transport,
+) -> Result<RankOutput> {
+    let starts = &ctx.layout.rank_starts;
+    let (lo, hi) = (starts[t.rank()], starts[t.rank() + 1]);
+    let largest = (0..t.ranks()).map(|r| starts[r + 1] - starts[r]).max().unwrap_or(0);
+    let old_of_new = ctx.store.file(&format!("{}/old-of-new", ctx.layout.name))?;
+    let mut ids = Vec::new();
+    let per_round = ctx.plan.output_share_vertices;
+    for round in 0..largest.div_ceil(per_round) {
+        let a = (lo + round * per_round).min(hi);
+        let b = (a + per_round).min(hi);
+        ids.resize((b - a) as usize * 4, 0);
+        old_of_new.read_exact_at(&mut ids, a * 4)?;
+        let mut bytes = Vec::with_capacity((b - a) as usize * 12);
+        for old in ids.chunks_exact(4) {
+            bytes.extend_from_slice(old);
+            let old = u32::from_le_bytes(old.try_into().unwrap()) as usize;
+            bytes.extend_from_slice(&ctx.output[old].load(Ordering::Relaxed).to_le_bytes());
+        }
+        for part in t.all_gather(bytes)? {
+            for record in part.chunks_exact(12) {
+                let old = u32::from_le_bytes(record[..4].try_into().unwrap()) as usize;
+                let bits = u64::from_le_bytes(record[4..].try_into().unwrap());
+                let slot = ctx.output.get(old).ok_or_else(|| Error::Remote {
+                    rank: None,
+                    message: format!("an output for vertex {old}, beyond the graph"),
+                })?;
+                slot.store(bits, Ordering::Relaxed);
+            }
+        }
+    }
     let (s, g) = (&mut out.stats, &mut out.gather);
     let nanos = |d: Duration| d.as_nanos() as u64;
     let summed = t.all_reduce_u64s(
@@ -533,6 +776,13 @@ fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput
     s.buffers.read_time = Duration::from_nanos(summed[19]);
     g.gather_time = Duration::from_nanos(summed[20]);
     out.apply_time = Duration::from_nanos(summed[21]);
+    let maxima = t.all_reduce_u64s(&[s.max_update_bytes_in_flight, s.max_page_reply_bytes], ReduceOp::Max)?;
+    s.max_update_bytes_in_flight = maxima[0];
+    s.max_page_reply_bytes = maxima[1];
+    let more =
+        t.all_reduce_u64s(&[s.update_credit_waits, s.prefetched_pages, nanos(s.prefetch_time)], ReduceOp::Sum)?;
+    (s.update_credit_waits, s.prefetched_pages) = (more[0], more[1]);
+    s.prefetch_time = Duration::from_nanos(more[2]);
     Ok(out)
 }
 
@@ -540,6 +790,7 @@ fn share_over_ranks(mut out: RankOutput, t: &dyn Transport) -> Result<RankOutput
 fn serve_pages(
     transport: &dyn Transport,
     local: &StoreFile,
+    batch_pages: usize,
     page_size: u64,
     ranks: usize,
     network: &NetworkCounters,
@@ -552,6 +803,12 @@ fn serve_pages(
             continue;
         }
         let pages = u32s_from_le_bytes(&request.payload);
+        if pages.len() > batch_pages {
+            return Err(Error::Remote {
+                rank: Some(request.from),
+                message: format!("a request for {} pages, more than the {batch_pages} the plan allows", pages.len()),
+            });
+        }
         let mut bytes = vec![0u8; pages.len() * page_size as usize];
         for (k, &page) in pages.iter().enumerate() {
             let frame = &mut bytes[k * page_size as usize..(k + 1) * page_size as usize];
@@ -580,10 +837,14 @@ fn receive_updates<Q: NeighborhoodQuery>(
             done += 1;
             continue;
         }
-        let batch = decode_updates::<Q::Value>(&message.payload);
-        let mut global = global.lock().unwrap();
-        global.stats.updates_sent += batch.len() as u64;
-        global.gather(query, &batch)?;
+        let (len, message_from) = (message.payload.len(), message.from);
+        {
+            let mut global = global.lock().unwrap();
+            global.stats.updates_sent += (len / SPILL_RECORD_BYTES) as u64;
+            global.gather_encoded(query, &message.payload)?;
+        }
+        drop(message);
+        transport.send(message_from, TAG_UPDATE_ACK, (len as u64).to_le_bytes().to_vec())?;
     }
     Ok(())
 }
@@ -603,6 +864,8 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     let q = layout.q;
     let mut stats = RankStats::default();
     let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank);
+    // One request at a time: the reply is the only page batch in flight toward this rank.
+    let largest_reply = std::cell::Cell::new(0u64);
     let fetch = |owner: usize, pages: &[u32]| -> Result<Vec<u8>> {
         let t = Instant::now();
         let request: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
@@ -610,12 +873,12 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         transport.send(owner, TAG_PAGE_REQUEST, request)?;
         let reply = transport.recv(TAG_PAGE_REPLY)?;
         network.record(len, t);
+        largest_reply.set(largest_reply.get().max(reply.payload.len() as u64));
         Ok(reply.payload)
     };
-    let source = PageSource { rank, local, fetch: &fetch, batch_pages: (plan.frames / 2).max(1) };
+    let source = PageSource { rank, local, fetch: &fetch, batch_pages: plan.remote_batch_pages };
     let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
     let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
-    let threads = rayon::current_num_threads().max(1);
     for i in 0..q {
         let g = rank * q + i;
         let range = layout.chunk_range(g);
@@ -626,60 +889,100 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         }
         let mut candidates = range.clone().filter(|&v| degree[v as usize] > 0);
         let mut pending = None;
-        loop {
+        let mut next = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
+        let mut prefetched = Prefetched::default();
+        while !next.is_empty() {
             runner.cancel_token().check()?;
-            let ids = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
-            if ids.is_empty() {
-                break;
-            }
-            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, ids)?;
+            let (w1, _) = materialize(&mut buffers, indexes, &source, layout, degree, g, next, &prefetched)?;
+            drop(std::mem::take(&mut prefetched)); // freed before the next read-ahead
             stats.level1_windows += 1;
             stats.adjacency_entries_loaded += w1.entries() as u64;
-            let t = Instant::now();
-            let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: voi.as_mut(), aggregate: 0, error: None };
-            let view = WindowView { w1: &w1, w2: None };
-            for (k, &u) in w1.ids.iter().enumerate() {
-                query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
-            }
-            stats.aggregate += emitter.aggregate;
-            if let Some(e) = emitter.error.take() {
-                return Err(e);
-            }
-            stats.scatter_time += t.elapsed();
-            if let Some(voi) = voi.as_mut() {
-                stats.marked += voi.count_ones();
-                for g2 in 0..layout.p * q {
-                    let range2 = layout.chunk_range(g2);
-                    let mut cursor = range2.start as usize;
-                    let end = range2.end as usize;
-                    let mut marked = std::iter::from_fn(|| {
-                        let v = voi.next_one(cursor).filter(|&v| v < end)?;
-                        cursor = v + 1;
-                        Some(v as VertexId)
-                    });
-                    let mut pending2 = None;
-                    loop {
-                        let ids2 = take_window(&mut marked, &mut pending2, degree, plan.window2_bytes)?;
-                        if ids2.is_empty() {
-                            break;
-                        }
-                        let (w2, remote) = materialize(&mut buffers, indexes, &source, layout, degree, g2, ids2)?;
-                        stats.remote_pages += remote;
-                        stats.level2_windows += 1;
-                        stats.adjacency_entries_loaded += w2.entries() as u64;
-                        let t = Instant::now();
-                        stats.aggregate += scatter_level2(ctx, sink, &w1, &w2, threads)?;
-                        stats.scatter_time += t.elapsed();
-                    }
-                }
-                voi.clear();
-            }
+            // 3-LPO: a reader thread reads the next window's pages (those not resident, up to
+            // the plan's read-ahead) while this window is computed.
+            next = take_window(&mut candidates, &mut pending, degree, plan.window1_bytes)?;
+            let mut ahead = pages_of(indexes, layout, g, &next);
+            ahead.retain(|&page| !buffers.is_resident(rank, page));
+            ahead.truncate(plan.prefetch_pages);
+            let (computed, read) = std::thread::scope(|scope| {
+                let reader = scope.spawn(|| {
+                    let t = Instant::now();
+                    Prefetched::read(local, layout.page_size, ahead).map(|p| (p, t.elapsed()))
+                });
+                let computed =
+                    compute_window(ctx, sink, &w1, &mut buffers, &source, &mut lgb, voi.as_mut(), &mut stats);
+                (computed, reader.join().expect("the page reader does not panic"))
+            });
+            computed?;
+            let (pages, time) = read?;
+            stats.prefetched_pages += pages.pages.len() as u64;
+            stats.prefetch_time += time;
+            prefetched = pages;
             bar.inc(w1.ids.len() as u64);
         }
     }
     lgb.flush(query)?;
     stats.buffers = buffers.stats;
+    stats.max_page_reply_bytes = largest_reply.get();
     Ok(stats)
+}
+
+/// Level 1 of a level-1 window and, nested in it, the level-2 windows of the vertices it marks.
+#[allow(clippy::too_many_arguments)]
+fn compute_window<Q: NeighborhoodQuery>(
+    ctx: &RunContext<'_, Q>,
+    sink: &RankSink<'_, Q>,
+    w1: &AdjWindow,
+    buffers: &mut BufferManager,
+    source: &PageSource<'_>,
+    lgb: &mut LocalGather<'_, Q::Value>,
+    voi: Option<&mut IndexedBitmap>,
+    stats: &mut RankStats,
+) -> Result<()> {
+    let RunContext { query, layout, plan, degree, indexes, .. } = ctx;
+    let query = *query;
+    let t = Instant::now();
+    let mut emitter = RankEmitter { query, lgb, voi, aggregate: 0, error: None };
+    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref() };
+    for (k, &u) in w1.ids.iter().enumerate() {
+        query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
+    }
+    stats.aggregate += emitter.aggregate;
+    if let Some(e) = emitter.error.take() {
+        return Err(e);
+    }
+    stats.scatter_time += t.elapsed();
+    let Some(voi) = emitter.voi else {
+        return Ok(());
+    };
+    stats.marked += voi.count_ones();
+    let threads = rayon::current_num_threads().max(1);
+    for g2 in 0..layout.p * layout.q {
+        let range2 = layout.chunk_range(g2);
+        let mut cursor = range2.start as usize;
+        let end = range2.end as usize;
+        let mut marked = std::iter::from_fn(|| {
+            let v = voi.next_one(cursor).filter(|&v| v < end)?;
+            cursor = v + 1;
+            Some(v as VertexId)
+        });
+        let mut pending2 = None;
+        loop {
+            let ids2 = take_window(&mut marked, &mut pending2, degree, plan.window2_bytes)?;
+            if ids2.is_empty() {
+                break;
+            }
+            let none = Prefetched::default();
+            let (w2, remote) = materialize(buffers, indexes, source, layout, degree, g2, ids2, &none)?;
+            stats.remote_pages += remote;
+            stats.level2_windows += 1;
+            stats.adjacency_entries_loaded += w2.entries() as u64;
+            let t = Instant::now();
+            stats.aggregate += scatter_level2(ctx, sink, w1, &w2, threads)?;
+            stats.scatter_time += t.elapsed();
+        }
+    }
+    voi.clear();
+    Ok(())
 }
 
 /// Level 2 of one pair of windows, split over the rayon threads, each with its own local
@@ -695,7 +998,7 @@ fn scatter_level2<Q: NeighborhoodQuery>(
     let tasks = (threads * 4).min(w2.ids.len()).max(1);
     let per_task = w2.ids.len().div_ceil(tasks);
     let capacity = ctx.plan.local_gather_records / threads;
-    let view = WindowView { w1, w2: Some(w2) };
+    let view = WindowView { w1, w2: Some(w2), store_ids: None };
     let aggregate = AtomicU64::new(0);
     (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
         let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
@@ -743,7 +1046,8 @@ fn scatter_partial<Q: NeighborhoodQuery>(
         for slot in slots(buffers.page(frame)) {
             record.resize(slot.len as usize, Nbr(0));
             read_record(buffers.page(frame), &slot, &mut record);
-            query.adj_scatter(1, &PartialView, &mut emitter, slot.source as VertexId, &record);
+            let view = PartialView { store_ids: ctx.store_ids.as_deref() };
+            query.adj_scatter(1, &view, &mut emitter, slot.source as VertexId, &record);
             stats.adjacency_entries_loaded += slot.len as u64;
         }
         buffers.unpin(frame);
@@ -757,9 +1061,19 @@ fn scatter_partial<Q: NeighborhoodQuery>(
     Ok(())
 }
 
-struct PartialView;
+struct PartialView<'a> {
+    store_ids: Option<&'a [u32]>,
+}
 
-impl NeighborhoodView for PartialView {
+/// The store id of `v` from the one-level query's column.
+fn store_id_of(store_ids: Option<&[u32]>, v: VertexId) -> VertexId {
+    store_ids.expect("store ids are available to one-level queries")[v as usize] as VertexId
+}
+
+impl NeighborhoodView for PartialView<'_> {
+    fn store_id(&self, v: VertexId) -> VertexId {
+        store_id_of(self.store_ids, v)
+    }
     fn adjacency(&self, _: VertexId) -> &[Nbr] {
         panic!("adjacency lists are not available in partial-list mode")
     }
@@ -772,9 +1086,13 @@ impl NeighborhoodView for PartialView {
 struct WindowView<'a> {
     w1: &'a AdjWindow,
     w2: Option<&'a AdjWindow>,
+    store_ids: Option<&'a [u32]>,
 }
 
 impl NeighborhoodView for WindowView<'_> {
+    fn store_id(&self, v: VertexId) -> VertexId {
+        store_id_of(self.store_ids, v)
+    }
     fn adjacency(&self, v: VertexId) -> &[Nbr] {
         self.w2
             .and_then(|w| w.list(v))
@@ -816,5 +1134,34 @@ impl<Q: NeighborhoodQuery> Emitter<Q::Value> for RankEmitter<'_, '_, Q> {
     }
     fn aggregate(&mut self, amount: u64) {
         self.aggregate += amount;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_charges_every_buffer_within_the_budget() {
+        for (n, budget) in [(2048u64, 160u64 << 10), (1 << 20, 256 << 20), (50_000, 4 << 20)] {
+            for p in [1, 2, 4] {
+                for k in [1, 2] {
+                    let page_size = match budget {
+                        b if b < 1 << 20 => 512,
+                        b if b < 64 << 20 => 4096,
+                        _ => 64 << 10,
+                    };
+                    let plan = plan_memory(n, p, k, page_size, budget, 1).unwrap();
+                    let charged = plan.resident_bytes + p as u64 * plan.charged_per_rank(page_size, k);
+                    assert!(charged <= budget, "n={n} p={p} k={k}: {charged} of {budget}");
+                    assert_eq!(plan.page_reply_bytes > 0, p > 1);
+                    assert_eq!(plan.update_window_bytes > 0, p > 1);
+                    if p > 1 {
+                        assert!(plan.page_reply_bytes >= 2 * plan.remote_batch_pages as u64 * page_size);
+                        assert!(plan.update_window_bytes >= 16 * 12 * (p as u64 - 1));
+                    }
+                }
+            }
+        }
     }
 }

@@ -306,7 +306,59 @@ pub fn build(
     let layout = BbpLayout::from_entry(&name, &entry).expect("params just written");
     let mut fresh = Store::open(store.dir())?;
     fresh.add_layout(&name, entry, files)?;
+    remove_coarser(store, p, q, page_size)?;
     Ok(layout)
+}
+
+/// A run's hold on a layout (an advisory file lock in the store's `tmp/`): shared while a query
+/// reads the layout, exclusive (and only if free at once) while it is removed.
+pub struct LayoutLock {
+    _file: std::fs::File,
+}
+
+impl LayoutLock {
+    fn open(store: &Store, name: &str) -> Result<std::fs::File> {
+        let path = store.temp_dir()?.join(format!("{name}.lock"));
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .context(|| format!("opening {}", path.display()))
+    }
+
+    /// Waits until no removal of `name` is under way and keeps it from starting.
+    pub fn shared(store: &Store, name: &str) -> Result<LayoutLock> {
+        let file = Self::open(store, name)?;
+        file.lock_shared().context(|| format!("locking layout {name}"))?;
+        Ok(LayoutLock { _file: file })
+    }
+
+    /// The exclusive hold, or `None` when a run holds the layout.
+    fn exclusive_if_free(store: &Store, name: &str) -> Result<Option<LayoutLock>> {
+        let file = Self::open(store, name)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(LayoutLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking layout {name}"), e)),
+        }
+    }
+}
+
+/// Removes the layouts for `p` ranks and `page_size` with fewer than `q` ranges (Algorithm 1
+/// replaces a layout by a finer one; the coarser ones would only take disk space). A layout a
+/// run holds ([`LayoutLock::shared`]) stays, to be removed after a later build. Returns the
+/// names removed.
+pub fn remove_coarser(store: &Store, p: usize, q: usize, page_size: u64) -> Result<Vec<String>> {
+    let mut fresh = Store::open(store.dir())?;
+    let mut removed = Vec::new();
+    for old in BbpLayout::all(&fresh).into_iter().filter(|l| l.p == p && l.page_size == page_size && l.q < q) {
+        if let Some(_held) = LayoutLock::exclusive_if_free(&fresh, &old.name)? {
+            fresh.remove_layout(&old.name)?;
+            removed.push(old.name);
+        }
+    }
+    Ok(removed)
 }
 
 struct LayoutShape<'a> {

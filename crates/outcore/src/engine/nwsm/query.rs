@@ -46,6 +46,11 @@ impl Nbr {
         (self.0 >> 2) as VertexId
     }
 
+    /// Whether an arc goes from the list's owner to this neighbour.
+    pub fn is_out(self) -> bool {
+        self.0 & 2 != 0
+    }
+
     /// Number of arcs between the owner and this neighbour (1 or 2).
     pub fn arcs(self) -> u64 {
         ((self.0 >> 1) & 1) as u64 + (self.0 & 1) as u64
@@ -98,6 +103,12 @@ pub trait NeighborhoodView {
     /// The parents of `v` at `level`: the vertices of the level's current window adjacent to
     /// `v` (backward traversal over `v`'s own list). Entries are as in `v`'s list.
     fn parent_list(&self, level: usize, v: VertexId) -> &[Nbr];
+
+    /// The store id (dense id, as `vertex_apply` gets it) of engine id `v`, for one-level queries
+    /// that read per-vertex state kept in store-id order (PageRank, WCC, SSSP).
+    fn store_id(&self, v: VertexId) -> VertexId {
+        v
+    }
 
     /// Common neighbours of `u` and `v` (both in current windows), ascending.
     fn common_neighbors(&self, u: VertexId, v: VertexId) -> CommonNeighbors<'_> {

@@ -94,8 +94,60 @@ pub struct PageSource<'a> {
     pub batch_pages: usize,
 }
 
-/// Materialises the full lists of `ids` (ascending, all in global range `g`). Returns the
-/// window and the number of pages that came from other ranks.
+/// Pages of this rank read ahead by a reader thread (3-LPO: the next level-1 window's pages are
+/// read while the current window is computed), ascending by page, `page_size` bytes each.
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    pub pages: Vec<u32>,
+    pub bytes: Vec<u8>,
+}
+
+impl Prefetched {
+    /// Reads `pages` (ascending) of `local`.
+    pub fn read(local: &StoreFile, page_size: u64, pages: Vec<u32>) -> Result<Prefetched> {
+        let mut bytes = vec![0u8; pages.len() * page_size as usize];
+        for (k, &page) in pages.iter().enumerate() {
+            let frame = &mut bytes[k * page_size as usize..(k + 1) * page_size as usize];
+            local.read_exact_at(frame, page as u64 * page_size)?;
+        }
+        Ok(Prefetched { pages, bytes })
+    }
+
+    fn get(&self, page: u32, page_size: usize) -> Option<&[u8]> {
+        let k = self.pages.binary_search(&page).ok()?;
+        Some(&self.bytes[k * page_size..(k + 1) * page_size])
+    }
+}
+
+/// Pages of rank `g / q`'s file that hold any of `ids` (ascending, in global range `g`), in
+/// ascending order, through the two-level index.
+pub fn pages_of(indexes: &[PageIndex], layout: &BbpLayout, g: usize, ids: &[u32]) -> Vec<u32> {
+    let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+        return Vec::new();
+    };
+    let (file, i) = (&indexes[g / layout.q], g % layout.q);
+    let mut needed: Vec<u32> = Vec::new();
+    for j in 0..layout.p * layout.q {
+        let c = j * layout.q + i;
+        let pages = &file.chunk_pages[file.chunks[c] as usize..file.chunks[c + 1] as usize];
+        let mut k = pages.partition_point(|&page| file.page_sources[page as usize].1 < first);
+        while k < pages.len() && file.page_sources[pages[k] as usize].0 <= last {
+            let (lo, hi) = file.page_sources[pages[k] as usize];
+            let at = ids.partition_point(|&x| x < lo);
+            if at < ids.len() && ids[at] <= hi {
+                needed.push(pages[k]);
+            }
+            k += 1;
+        }
+    }
+    needed.sort_unstable();
+    needed
+}
+
+/// Materialises the full lists of `ids` (ascending, all in global range `g`); pages of this
+/// rank found in `prefetched` are taken from there. Returns the window and the number of
+/// pages that came from other ranks.
+#[allow(clippy::too_many_arguments)]
 pub fn materialize(
     buffers: &mut BufferManager,
     indexes: &[PageIndex],
@@ -104,9 +156,9 @@ pub fn materialize(
     degree: &[u32],
     g: usize,
     ids: Vec<u32>,
+    prefetched: &Prefetched,
 ) -> Result<(AdjWindow, u64)> {
-    let (r, i) = (g / layout.q, g % layout.q);
-    let file = &indexes[r];
+    let r = g / layout.q;
     let mut remote_pages = 0u64;
     let mut offsets = Vec::with_capacity(ids.len() + 1);
     offsets.push(0usize);
@@ -115,22 +167,9 @@ pub fn materialize(
     }
     let total = *offsets.last().unwrap();
     let mut entries = vec![Nbr(0); total];
-    if let (Some(&first), Some(&last)) = (ids.first(), ids.last()) {
+    if !ids.is_empty() {
         // Pages holding any id of the window, chunk by chunk of the two-level index.
-        let mut needed: Vec<u32> = Vec::new();
-        for j in 0..layout.p * layout.q {
-            let c = j * layout.q + i;
-            let pages = &file.chunk_pages[file.chunks[c] as usize..file.chunks[c + 1] as usize];
-            let mut k = pages.partition_point(|&page| file.page_sources[page as usize].1 < first);
-            while k < pages.len() && file.page_sources[pages[k] as usize].0 <= last {
-                let (lo, hi) = file.page_sources[pages[k] as usize];
-                let at = ids.partition_point(|&x| x < lo);
-                if at < ids.len() && ids[at] <= hi {
-                    needed.push(pages[k]);
-                }
-                k += 1;
-            }
-        }
+        let needed = pages_of(indexes, layout, g, &ids);
         // Resident pages first, then the others in ascending order (sequential reads), from
         // this rank's file or, in batches, from the owner rank.
         let (resident, missing): (Vec<u32>, Vec<u32>) = needed.into_iter().partition(|&p| buffers.is_resident(r, p));
@@ -160,7 +199,10 @@ pub fn materialize(
         }
         if r == source.rank {
             for &page in &missing {
-                let frame = buffers.pin(r, page, source.local)?;
+                let frame = match prefetched.get(page, layout.page_size as usize) {
+                    Some(bytes) => buffers.pin_copy(r, page, bytes)?,
+                    None => buffers.pin(r, page, source.local)?,
+                };
                 take(buffers, frame);
             }
         } else {
