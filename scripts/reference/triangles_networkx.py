@@ -11,19 +11,16 @@ import sys
 import time
 
 import networkx as nx
-import numpy as np
+
+from store_arcs import load_arcs
 
 
 def main(store):
     t0 = time.perf_counter()
-    offsets = np.fromfile(f"{store}/csr-out/offsets", dtype="<u8")
-    targets = np.fromfile(f"{store}/csr-out/targets", dtype="<u4")
-    n = len(offsets) - 1
-    sources = np.repeat(np.arange(n, dtype=np.uint32), np.diff(offsets).astype(np.int64))
-    keep = sources != targets
+    n, sources, targets = load_arcs(store)
     graph = nx.Graph()
     graph.add_nodes_from(range(n))
-    graph.add_edges_from(zip(sources[keep].tolist(), targets[keep].tolist()))
+    graph.add_edges_from(zip(sources.tolist(), targets.tolist()))
     t1 = time.perf_counter()
     triangles = sum(nx.triangles(graph).values()) // 3
     t2 = time.perf_counter()

@@ -13,15 +13,13 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from store_arcs import load_arcs
+
 
 def main(store):
     t0 = time.perf_counter()
-    offsets = np.fromfile(f"{store}/csr-out/offsets", dtype="<u8")
-    targets = np.fromfile(f"{store}/csr-out/targets", dtype="<u4")
-    n = len(offsets) - 1
-    sources = np.repeat(np.arange(n, dtype=np.uint32), np.diff(offsets).astype(np.int64))
-    keep = sources != targets
-    a = sp.coo_matrix((np.ones(keep.sum(), dtype=np.int32), (sources[keep], targets[keep])), shape=(n, n)).tocsr()
+    n, sources, targets = load_arcs(store)
+    a = sp.coo_matrix((np.ones(len(sources), dtype=np.int32), (sources, targets)), shape=(n, n)).tocsr()
     a = ((a + a.T) > 0).astype(np.int64).tocsr()
     t1 = time.perf_counter()
     degree = np.asarray(a.sum(axis=1)).ravel()
