@@ -7,7 +7,7 @@
 mod inmem_support;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
-use outcore::engine::shards::{DynamicPolicy, ShardFiles, ShardLayout, ShardsOptions};
+use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardFiles, ShardLayout, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
@@ -147,14 +147,23 @@ fn every_algorithm_equals_inmem(g: TestGraph) {
         for algorithm in ["pr-delta", "heat", "bp", "sssp", "wcc", "mssp", "bfs", "pr", "bc"] {
             let p = params(&g, algorithm);
             let expected = inmem(&g.store, algorithm, &p);
-            let policies: &[Option<DynamicPolicy>] = if matches!(algorithm, "pr" | "bc") {
-                &[None]
+            use DelayedDelivery::{Adjacency, Shadow};
+            let policies: &[(Option<DynamicPolicy>, DelayedDelivery)] = if matches!(algorithm, "pr" | "bc") {
+                &[(None, Adjacency)]
             } else {
-                &[Some(DynamicPolicy::Off), Some(DynamicPolicy::Ads), Some(DynamicPolicy::Ods)]
+                &[
+                    (Some(DynamicPolicy::Off), Adjacency),
+                    (Some(DynamicPolicy::Ads), Adjacency),
+                    (Some(DynamicPolicy::Ods), Adjacency),
+                    (Some(DynamicPolicy::Ads), Shadow),
+                    (Some(DynamicPolicy::Ods), Shadow),
+                ]
             };
-            for &policy in policies {
-                let what = format!("{} {algorithm} {policy:?}", g.name);
-                let (got, stats) = run(&g.store, shards_options(512 << 10, None, policy), algorithm, &p).unwrap();
+            for &(policy, delivery) in policies {
+                let what = format!("{} {algorithm} {policy:?} {delivery:?}", g.name);
+                let mut options = shards_options(512 << 10, None, policy);
+                options.shards.delayed_delivery = delivery;
+                let (got, stats) = run(&g.store, options, algorithm, &p).unwrap();
                 let shards = stats.extra["shards"].as_u64().unwrap();
                 assert!(shards >= 8, "{what}: the budget must force many intervals, got {shards}");
                 assert_same(algorithm, &expected, &got, &what);
@@ -166,6 +175,14 @@ fn every_algorithm_equals_inmem(g: TestGraph) {
                     let kinds = extra_str(&stats, "kind");
                     assert!(kinds.iter().any(|k| k == "dynamic"), "{what}: no dynamic step in {kinds:?}");
                     assert!(kinds.iter().any(|k| k == "shadow"), "{what}: no shadow step in {kinds:?}");
+                    // Vertices lacking edges on the dynamic shards are served at once (their
+                    // messages spill when 1/32 of this small budget is full), or all wait.
+                    let served: u64 = extra_u64(&stats, "directly_served_vertices").iter().sum();
+                    let delayed: u64 = extra_u64(&stats, "delayed_vertices_added").iter().sum();
+                    match delivery {
+                        Adjacency => assert!(served > 0 && delayed == 0, "{what}: {served} served, {delayed} delayed"),
+                        Shadow => assert!(served == 0 && delayed > 0, "{what}: {served} served, {delayed} delayed"),
+                    }
                 }
             }
         }
@@ -318,6 +335,7 @@ fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_fol
         // Shadow iterations only when nothing else is left, so v is delayed several times.
         options.shards.delay_buffer_bytes = 1 << 20;
         options.shards.shadow_edge_share = 0.9;
+        options.shards.delayed_delivery = DelayedDelivery::Shadow;
         let runner = Runner::new(&store, options);
         let got = runner.run_vertex_program(&Halving).unwrap();
         let stats = runner.finish("halving");
@@ -342,6 +360,40 @@ fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_fol
         assert_eq!(before, delivered[shadow], "{policy:?}: every delayed entry is delivered");
         assert!(got[2].0 > 0.0, "w received v's folded message");
     }
+}
+
+#[test]
+fn a_vertex_whose_out_edge_is_missing_is_served_from_its_adjacency_list_at_once() {
+    // The same graph as above under ADS, whose first dynamic shards lack v → w: with direct
+    // delivery v reads its adjacency list, sends along v → w in the same step, and nothing
+    // waits for a shadow iteration.
+    let dir = tempfile::tempdir().unwrap();
+    let edges = [(0, 0, 1.0), (0, 1, 1.0), (1, 2, 1.0)];
+    let store = inmem_support::store(dir.path(), 3, &edges, true, false);
+    let reference = Runner::new(
+        &store,
+        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() },
+    );
+    let want = reference.run_vertex_program(&Halving).unwrap();
+    let mut options = shards_options(64 << 20, Some(3), Some(DynamicPolicy::Ads));
+    options.shards.delay_buffer_bytes = 1 << 20;
+    assert_eq!(options.shards.delayed_delivery, DelayedDelivery::Adjacency, "the default");
+    let runner = Runner::new(&store, options);
+    let got = runner.run_vertex_program(&Halving).unwrap();
+    let stats = runner.finish("halving");
+    // Every message travels in the step it would on static shards: the values equal bit for bit.
+    assert_eq!(got, want);
+    let plain = Runner::new(&store, shards_options(64 << 20, Some(3), Some(DynamicPolicy::Off)));
+    plain.run_vertex_program(&Halving).unwrap();
+    assert_eq!(stats.iterations, plain.finish("halving").iterations, "as many steps as static shards");
+    let served = extra_u64(&stats, "directly_served_vertices");
+    let messages = extra_u64(&stats, "direct_messages");
+    let kinds = extra_str(&stats, "kind");
+    assert!(served.iter().sum::<u64>() >= 2, "v was served more than once: {served:?}");
+    assert_eq!(served, messages, "one missing edge (v → w) per service");
+    assert_eq!(extra_u64(&stats, "delayed_vertices_added").iter().sum::<u64>(), 0);
+    assert_eq!(kinds.iter().filter(|k| *k == "shadow").count(), 1, "only ADS's initial shadow: {kinds:?}");
+    assert!(extra_u64(&stats, "adjacency_bytes_read").iter().sum::<u64>() > 0);
 }
 
 #[test]

@@ -32,7 +32,8 @@ pub struct ShardsBenchArgs {
     /// Algorithms, comma-separated.
     #[arg(long, default_value = "pr-delta,mssp,wcc")]
     algorithms: String,
-    /// Policies, comma-separated.
+    /// Policies, comma-separated; `POLICY:DELIVERY` also sets `--delayed-delivery`, e.g.
+    /// `off,ads,ods,ods:shadow`.
     #[arg(long, default_value = "off,ads,ods")]
     policies: String,
     /// Memory budget of every run.
@@ -87,10 +88,21 @@ fn list(text: &str) -> Vec<String> {
 /// One run, in this (child) process; writes its statistics to `stats_path`.
 fn child(args: &ShardsBenchArgs, algorithm: &str, policy: &str, stats_path: &std::path::Path) -> anyhow::Result<()> {
     let store = Store::open(&args.store)?;
+    // `ods:shadow` names a policy and a delayed delivery.
+    let (policy_name, delivery) = match policy.split_once(':') {
+        Some((p, d)) => (p, Some(d)),
+        None => (policy, None),
+    };
     let options = RunOptions {
         engine: EngineKind::Shards,
         memory: MemoryBudget::parse(&args.memory)?,
-        shards: shards_options(args.shards, Some(policy), args.shadow_edge_share, args.delay_buffer.as_deref())?,
+        shards: shards_options(
+            args.shards,
+            Some(policy_name),
+            args.shadow_edge_share,
+            args.delay_buffer.as_deref(),
+            delivery,
+        )?,
         ..RunOptions::default()
     };
     let params = AlgorithmParams {

@@ -8,7 +8,7 @@ use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::pregel::PregelOptions;
-use outcore::engine::shards::{DynamicPolicy, ShardsOptions};
+use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
@@ -118,6 +118,12 @@ pub struct RunArgs {
     /// e.g. 100KiB (the default).
     #[arg(long)]
     delay_buffer: Option<String>,
+    /// Shards engine, ads/ods: where the messages of a vertex lacking edges on a dynamic shard
+    /// go: adjacency (default: sent at once along the missing edges, read from the store's
+    /// adjacency list) or shadow (the paper's rule: wait in the delay buffer for a shadow
+    /// iteration).
+    #[arg(long)]
+    delayed_delivery: Option<String>,
     /// Pregel engine: largest outgoing message file, e.g. 8MiB (default).
     #[arg(long)]
     message_file_size: Option<String>,
@@ -138,6 +144,7 @@ pub fn shards_options(
     dynamic: Option<&str>,
     shadow_edge_share: Option<f64>,
     delay_buffer: Option<&str>,
+    delayed_delivery: Option<&str>,
 ) -> anyhow::Result<ShardsOptions> {
     let defaults = ShardsOptions::default();
     let share = shadow_edge_share.unwrap_or(defaults.shadow_edge_share);
@@ -149,6 +156,10 @@ pub fn shards_options(
         dynamic: dynamic.map(DynamicPolicy::parse).transpose()?,
         shadow_edge_share: share,
         delay_buffer_bytes: delay_buffer.map(parse_size).transpose()?.unwrap_or(defaults.delay_buffer_bytes),
+        delayed_delivery: delayed_delivery
+            .map(DelayedDelivery::parse)
+            .transpose()?
+            .unwrap_or(defaults.delayed_delivery),
     })
 }
 
@@ -242,6 +253,7 @@ fn run_with(
             args.dynamic.as_deref(),
             args.shadow_edge_share,
             args.delay_buffer.as_deref(),
+            args.delayed_delivery.as_deref(),
         )?,
         pregel,
         nwsm: NwsmOptions {

@@ -51,13 +51,20 @@
 //! and `msbfs`) run with `--dynamic off`, which they get by default; asking for more is an
 //! error. With `off` the engine runs every vertex program exactly like the reference engine.
 //!
+//! **Direct delivery** ([`direct`], `--delayed-delivery adjacency`, the default): a vertex that
+//! lacks out-edges on a dynamic shard reads its adjacency list from the store and sends along
+//! the missing edges at once, instead of waiting for a shadow iteration (the paper's rule,
+//! `--delayed-delivery shadow`); see [`direct`] for why.
+//!
 //! **Memory.** One interval's edges (topology, positions, records: [`EdgeSection`]) and its
 //! vertices must fit [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
-//! while overlaying; the writers of dynamic shards get an eighth of the budget; the delay
-//! buffer is small by construction (its size triggers shadow iterations). The final values are
+//! while overlaying; the writers of dynamic shards get an eighth of the budget; the two
+//! direct-delivery buffers a thirty-second each (beyond that they spill to sorted runs); the delay buffer is small by construction
+//! (its size triggers shadow iterations). The final values are
 //! read back into the `Vec` the program API returns.
 
 pub mod delay;
+pub mod direct;
 pub mod edges;
 pub mod layout;
 pub mod policy;
@@ -69,9 +76,10 @@ use rayon::prelude::*;
 use serde_json::json;
 
 pub use delay::DelayBuffer;
+pub use direct::DirectDelivery;
 pub use edges::{DynamicShardSet, DynamicShardWriter, EdgeRecord, EdgeSection, ShardFiles, WorkFile};
 pub use layout::ShardLayout;
-pub use policy::{DynamicPolicy, ShadowSchedule, StepKind, StepOutcome, StepPlan};
+pub use policy::{DelayedDelivery, DynamicPolicy, ShadowSchedule, StepKind, StepOutcome, StepPlan};
 
 use super::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
@@ -91,11 +99,20 @@ pub struct ShardsOptions {
     pub shadow_edge_share: f64,
     /// ADS/ODS: a shadow iteration runs when the delay buffer exceeds this many bytes.
     pub delay_buffer_bytes: u64,
+    /// ADS/ODS: where the messages of a vertex lacking edges on a dynamic shard go
+    /// (`--delayed-delivery`, default adjacency).
+    pub delayed_delivery: DelayedDelivery,
 }
 
 impl Default for ShardsOptions {
     fn default() -> Self {
-        ShardsOptions { shards: None, dynamic: None, shadow_edge_share: 0.30, delay_buffer_bytes: 100 << 10 }
+        ShardsOptions {
+            shards: None,
+            dynamic: None,
+            shadow_edge_share: 0.30,
+            delay_buffer_bytes: 100 << 10,
+            delayed_delivery: DelayedDelivery::Adjacency,
+        }
     }
 }
 
@@ -226,6 +243,32 @@ fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
     Ok((best, best_edges))
 }
 
+/// The edge sections one interval's step has loaded: its memory shard and its windows.
+#[derive(Clone, Copy)]
+struct Sections<'s> {
+    memory: &'s EdgeSection,
+    windows: &'s [(usize, EdgeSection)],
+}
+
+/// The adjacency list of `v` in `csr`: (neighbour, weight bits), weight 1 when `weighted` is
+/// false. One contiguous read of its targets (and weights).
+fn adjacency(csr: &crate::store::CsrLayout, v: VertexId, weighted: bool) -> Result<Vec<(VertexId, u64)>> {
+    let mut bounds = [0u64; 2];
+    csr.read_offsets(v, &mut bounds)?;
+    let count = bounds[1] - bounds[0];
+    let mut targets = Vec::with_capacity(count as usize);
+    csr.read_targets(bounds[0], count, &mut targets)?;
+    let weights: Vec<u64> = match (&csr.weights, weighted) {
+        (Some(file), true) => {
+            let mut bytes = vec![0u8; count as usize * 8];
+            file.read_exact_at(&mut bytes, bounds[0] * 8)?;
+            bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+        }
+        _ => vec![1f64.to_bits(); count as usize],
+    };
+    Ok(targets.into_iter().zip(weights).collect())
+}
+
 /// Bytes read and written by kind of file, over a step.
 #[derive(Debug, Default, Clone, Copy)]
 struct ByKind {
@@ -233,6 +276,8 @@ struct ByKind {
     static_written: u64,
     dynamic_read: u64,
     dynamic_written: u64,
+    /// Adjacency lists read for direct delivery.
+    adjacency_read: u64,
 }
 
 /// Runs a vertex program to completion; values in dense-id order.
@@ -260,6 +305,8 @@ struct Executor<'a, P: VertexProgram> {
     /// Dynamic shard sets built since the last shadow, oldest first; the last is current.
     dynamic_sets: Vec<DynamicShardSet>,
     delay: DelayBuffer<P::Value>,
+    delivery: DelayedDelivery,
+    direct: DirectDelivery<P::Msg>,
     next_set_id: usize,
 }
 
@@ -272,6 +319,10 @@ struct IntervalOutcome {
     edges_loaded: u64,
     dirty: u64,
     global: f64,
+    /// Vertices lacking edges on a dynamic shard that were served from their adjacency lists.
+    served: u64,
+    /// Messages sent along missing edges from adjacency lists.
+    direct_messages: u64,
 }
 
 impl<'a, P: VertexProgram> Executor<'a, P> {
@@ -309,6 +360,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             static_records.push(pair);
         }
         let identity = edges::pod_bytes(&program.identity()).to_vec();
+        let direct =
+            DirectDelivery::new(layout.shards, runner.options().memory.bytes() / 32, work.0.clone(), counters.clone());
         Ok(Executor {
             runner,
             program,
@@ -325,6 +378,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             static_records,
             dynamic_sets: Vec::new(),
             delay: DelayBuffer::new(),
+            delivery: runner.options().shards.delayed_delivery,
+            direct,
             next_set_id: 0,
         })
     }
@@ -333,10 +388,12 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let runner = self.runner;
         let info = runner.graph_info();
         let options = runner.options().shards.clone();
-        let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes);
+        let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes)
+            .refreshing(self.delivery == DelayedDelivery::Adjacency);
         runner.record_extra("shards", self.layout.shards.into());
         runner.record_extra("dynamic_policy", self.policy.name().into());
         runner.record_extra("dynamic_policy_reason", policy_reason.into());
+        runner.record_extra("delayed_delivery", self.delivery.name().into());
         let max = self.program.max_iterations();
         let bar = runner.progress().start("steps (shards)", max.map(|m| m as u64 + 1), ProgressUnit::Iterations);
         let total_records = (runner.store().num_arcs() * self.dirs.iter().filter(|&&d| d).count() as u64).max(1);
@@ -375,7 +432,22 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 self.interval(step, j, plan, &ctx, scatter_allowed, writer.as_mut(), &mut by_kind, &mut total)?;
             }
             global_sum = total.global;
+            let direct_spilled = self.direct.spilled();
+            self.direct.end_step()?;
+            let dynamic_share = match (plan.kind, self.dynamic_sets.last()) {
+                (StepKind::Dynamic, Some(set)) => {
+                    let records = set.edges() * self.dirs.iter().filter(|&&d| d).count() as u64;
+                    Some(total.dirty as f64 / records.max(1) as f64)
+                }
+                _ => None,
+            };
             let built_edges = writer.as_ref().map(|w| w.edges);
+            if plan.kind == StepKind::Dynamic {
+                // The set loaded in this step held its edges until this step.
+                if let Some(set) = self.dynamic_sets.last_mut() {
+                    set.last_step = step;
+                }
+            }
             if let Some(w) = writer {
                 let set = w.finish(step + 1, runner.store().counters())?;
                 if plan.kind == StepKind::Shadow {
@@ -384,10 +456,6 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                     }
                 }
                 self.dynamic_sets.push(set);
-            } else if plan.kind == StepKind::Dynamic {
-                if let Some(set) = self.dynamic_sets.last_mut() {
-                    set.last_step = step;
-                }
             }
             let delivered = if plan.kind == StepKind::Shadow { self.delay.len() } else { 0 };
             if plan.kind == StepKind::Shadow {
@@ -397,13 +465,14 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             // Delivered delayed messages must be gathered in the next step too.
             // A step whose active vertices sent nothing (all delayed) leaves nothing to gather,
             // except for programs that apply to every vertex.
-            let sent = self.program.applies_to_all() || total.written > 0;
+            let sent = self.program.applies_to_all() || total.written > 0 || total.direct_messages > 0;
             let scattered = (scatter_allowed && total.active > 0 && sent) || delivered > 0;
             let outcome = StepOutcome {
                 updated_share: total.dirty as f64 / total_records as f64,
                 delay_bytes: self.delay.bytes(),
                 delayed_vertices: self.delay.len(),
                 scattered,
+                dynamic_share,
             };
             let io = runner.io_snapshot().since(&io_before);
             let mut extra = serde_json::Map::new();
@@ -421,8 +490,15 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             extra.insert("delayed_vertices_added".into(), (self.delay.len().saturating_sub(delayed_before)).into());
             extra.insert("delayed_vertices_delivered".into(), delivered.into());
             extra.insert("delay_buffer_bytes".into(), self.delay.bytes().into());
+            extra.insert("directly_served_vertices".into(), total.served.into());
+            extra.insert("direct_messages".into(), total.direct_messages.into());
+            extra.insert("direct_messages_spilled".into(), direct_spilled.into());
+            extra.insert("adjacency_bytes_read".into(), by_kind.adjacency_read.into());
             if let Some(e) = built_edges {
                 extra.insert("dynamic_shard_edges".into(), e.into());
+            }
+            if let Some(share) = dynamic_share {
+                extra.insert("dynamic_updated_share".into(), json!(share));
             }
             runner.record_iteration(IterationStats {
                 iteration: step,
@@ -449,6 +525,81 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             set.remove()?;
         }
         self.read_all_values()
+    }
+
+    /// Sends the messages of the active vertices `lacking` (offsets in interval `j`) along their
+    /// edges missing from the loaded dynamic shards, which their adjacency lists in the store
+    /// name ([`direct`]).
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_directly(
+        &mut self,
+        j: usize,
+        lacking: &[usize],
+        sections: Sections<'_>,
+        values: &[P::Value],
+        out_degree: &[u64],
+        by_kind: &mut ByKind,
+        total: &mut IntervalOutcome,
+    ) -> Result<()> {
+        let program = self.program;
+        let v0 = self.layout.intervals[j];
+        let len = (self.layout.intervals[j + 1] - v0) as usize;
+        let mut slot = vec![usize::MAX; len];
+        for (s, &i) in lacking.iter().enumerate() {
+            slot[i] = s;
+        }
+        let weight_bits =
+            |s: &EdgeSection, e: usize| if s.weights.is_empty() { 1f64.to_bits() } else { s.weights[e].to_bits() };
+        // The edges present on the shards, per lacking vertex and direction: (neighbour, weight).
+        let mut present: [Vec<Vec<(VertexId, u64)>>; 2] = [vec![Vec::new(); lacking.len()], Vec::new()];
+        if self.dirs[0] {
+            for section in std::iter::once(sections.memory).chain(sections.windows.iter().map(|(_, w)| w)) {
+                for e in section.block(j) {
+                    let s = slot[(section.sources[e] - v0) as usize];
+                    if s != usize::MAX {
+                        present[0][s].push((section.targets[e], weight_bits(section, e)));
+                    }
+                }
+            }
+        }
+        if self.dirs[1] {
+            present[1] = vec![Vec::new(); lacking.len()];
+            let memory = sections.memory;
+            for e in 0..memory.len() {
+                let s = slot[(memory.targets[e] - v0) as usize];
+                if s != usize::MAX {
+                    present[1][s].push((memory.sources[e], weight_bits(memory, e)));
+                }
+            }
+        }
+        for (s, &i) in lacking.iter().enumerate() {
+            let u = v0 + i as u64;
+            let csrs = [Some(&self.out_offsets), self.in_offsets.as_ref()];
+            let mut lists = Vec::new();
+            for d in (0..2).filter(|&d| self.dirs[d]) {
+                let csr = csrs[d].expect("an adjacency list for every direction in use");
+                let before = self.runner.io_snapshot();
+                lists.push((d, adjacency(csr, u, self.weights)?));
+                by_kind.adjacency_read += self.runner.io_snapshot().since(&before).bytes_read;
+            }
+            for (d, list) in lists {
+                let edges = direct::missing_edges(list, std::mem::take(&mut present[d][s]));
+                for (neighbour, bits) in edges {
+                    let edge = EdgeRef {
+                        source: u,
+                        target: neighbour,
+                        weight: f64::from_bits(bits),
+                        source_out_degree: out_degree[i],
+                    };
+                    if let Some(m) = program.scatter(&values[i], edge) {
+                        self.direct.send(self.layout.interval_of(neighbour), neighbour, m)?;
+                        total.direct_messages += 1;
+                    }
+                }
+            }
+            total.served += 1;
+        }
+        Ok(())
     }
 
     /// Reads every vertex value back (the result).
@@ -610,6 +761,11 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         // out-edges (the windows and the memory shard's own block).
         let mut acc = vec![program.identity(); len];
         let mut received = vec![false; len];
+        for (t, m) in self.direct.take_arriving(j)? {
+            let t = (t - v0) as usize;
+            acc[t] = program.combine(acc[t], m);
+            received[t] = true;
+        }
         if step > 0 {
             if self.dirs[0] {
                 for e in 0..memory.len() {
@@ -723,11 +879,22 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                         present[(t - v0) as usize] += 1;
                     }
                 }
-                for i in 0..len {
-                    let needed =
-                        if self.dirs[0] { out_degree[i] } else { 0 } + if self.dirs[1] { in_degree[i] } else { 0 };
-                    if active[i] && present[i] < needed {
-                        self.delay.push(step, v0 + i as u64, values[i]);
+                let lacking: Vec<usize> = (0..len)
+                    .filter(|&i| {
+                        let needed =
+                            if self.dirs[0] { out_degree[i] } else { 0 } + if self.dirs[1] { in_degree[i] } else { 0 };
+                        active[i] && present[i] < needed
+                    })
+                    .collect();
+                match self.delivery {
+                    DelayedDelivery::Adjacency => {
+                        let sections = Sections { memory: &memory, windows: &windows };
+                        self.deliver_directly(j, &lacking, sections, &values, &out_degree, by_kind, total)?;
+                    }
+                    DelayedDelivery::Shadow => {
+                        for i in lacking {
+                            self.delay.push(step, v0 + i as u64, values[i]);
+                        }
                     }
                 }
             }
