@@ -53,9 +53,13 @@ fn er_graph() -> TestGraph {
 
 fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
     let mut p = AlgorithmParams::default();
+    if matches!(algorithm, "bfs" | "sssp") {
+        p.source = Some(g.source.clone());
+    }
+    if matches!(algorithm, "mssp" | "bc" | "heat" | "bp") {
+        p.sources = g.sources.clone();
+    }
     match algorithm {
-        "bfs" | "sssp" => p.source = Some(g.source.clone()),
-        "mssp" | "bc" | "heat" | "bp" => p.sources = g.sources.clone(),
         "pr" => p.iterations = Some(10),
         "bp" => p.iterations = Some(20),
         // Looser than the defaults (1e-9) to keep the test fast; the bounds below follow.
