@@ -34,7 +34,8 @@
 //! **Dynamic shards** ([`policy`]): with `ads` or `ods` a step may load, instead of static
 //! shards, dynamic shards holding only the edges updated with a non-identity message (dirty)
 //! since some step. A missing in-edge is a zero increment (§4); an active vertex with a
-//! missing out-edge sends along the edges present and enters the [`delay::DelayBuffer`];
+//! missing out-edge sends along the edges present and, under the paper's rule
+//! (`--delayed-delivery shadow`), enters the [`delay::DelayBuffer`];
 //! shadow iterations (Algorithm 1) load the static shards, overlay the dynamic shards built
 //! since the last shadow (later data wins: the record with the newer stamp), send the delayed
 //! messages folded with `combine`, write the static shards back (the checkpoint), build the
