@@ -451,7 +451,11 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             }
             if let Some(w) = writer {
                 let set = w.finish(step + 1, runner.store().counters())?;
-                if plan.kind == StepKind::Shadow {
+                // A shadow iteration has folded the older sets into the static shards. With
+                // direct delivery nothing waits for a shadow, so the older sets are not needed
+                // either once their records have been written back (this step's messages are
+                // in the new set); without removing them ADS would hold P files per step.
+                if plan.kind == StepKind::Shadow || self.delivery == DelayedDelivery::Adjacency {
                     for old in self.dynamic_sets.drain(..) {
                         old.remove()?;
                     }
