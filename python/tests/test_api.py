@@ -157,3 +157,24 @@ def test_import_with_an_ordering_keeps_original_ids(tmp_path):
     assert ordered.info()["orderings"] == ["norder"]
     assert ordered.wcc(progress=False).to_dict() == plain.wcc(progress=False).to_dict()
     assert ordered.bfs(3, progress=False).to_dict() == plain.bfs(3, progress=False).to_dict()
+
+
+def test_shards_engine_options_reach_the_engine(tmp_path):
+    g = outcore.generate_rmat(10, 8, 3, tmp_path / "g")
+    want = g.pagerank_delta(tolerance=1e-6, engine="inmem").values
+    for dynamic, delivery in [("off", "adjacency"), ("ods", "adjacency"), ("ods", "shadow"), ("ads", "adjacency")]:
+        options = {"shards": 8, "dynamic": dynamic, "delayed_delivery": delivery, "shadow_edge_share": 0.5,
+                   "delay_buffer": "4KiB"}
+        r = g.pagerank_delta(tolerance=1e-6, engine="shards", memory="64MiB", engine_options=options)
+        assert r.stats["engine"] == "shards"
+        assert r.stats["shards"] == 8
+        assert r.stats["dynamic_policy"] == dynamic
+        assert r.stats["delayed_delivery"] == delivery
+        # Both runs end within tolerance·d/(1 − d) (L1) of the fixed point.
+        assert np.abs(r.values - want).sum() <= 2 * 1e-6 * 0.85 / 0.15
+        kinds = {step["kind"] for step in r.stats["per_iteration"]}
+        assert ("dynamic" in kinds) == (dynamic != "off"), (dynamic, kinds)
+    with pytest.raises(ValueError, match="unknown engine option 'shard'"):
+        g.wcc(engine="shards", engine_options={"shard": 8})
+    with pytest.raises(ValueError, match="unknown --dynamic policy 'fast'"):
+        g.wcc(engine="shards", engine_options={"dynamic": "fast"})

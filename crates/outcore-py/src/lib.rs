@@ -21,7 +21,7 @@ use outcore::ingest::{
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress, Progress};
 use outcore::store::{IdType, OriginalId, Store};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -282,7 +282,8 @@ fn store_manifest(store: PathBuf) -> PyResult<String> {
 /// uint64 array, or a list of str), `columns` (list of (name, kind, numpy array) aligned with
 /// ids), `stats` (JSON text) and `summary` (JSON text).
 #[pyfunction]
-#[pyo3(signature = (store, algorithm, params, engine="auto", memory=None, progress=false))]
+#[pyo3(signature = (store, algorithm, params, engine="auto", memory=None, progress=false, engine_options=None))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     store: PathBuf,
@@ -291,13 +292,17 @@ fn run<'py>(
     engine: &str,
     memory: Option<&str>,
     progress: bool,
+    engine_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = algorithm_params(params)?;
-    let options = RunOptions {
+    let mut options = RunOptions {
         engine: EngineKind::parse(engine).map_err(to_py_err)?,
         memory: memory_budget(memory)?,
         ..RunOptions::default()
     };
+    if let Some(extra) = engine_options {
+        apply_engine_options(&mut options, extra)?;
+    }
     let store = Store::open(&store).map_err(to_py_err)?;
     let cancel = CancelToken::new();
     let runner = Runner::new(&store, options).with_progress(progress_for(progress)).with_cancel(cancel.clone());
@@ -321,6 +326,46 @@ fn run<'py>(
     out.set_item("stats", serde_json::to_string(&stats).expect("stats serialise"))?;
     out.set_item("summary", serde_json::to_string(&summary).expect("summary serialises"))?;
     Ok(out)
+}
+
+/// Engine options by name (the CLI's flags without `--`, `_` for `-`). The shards engine's are
+/// understood: `shards`, `dynamic`, `shadow_edge_share`, `delay_buffer`, `delayed_delivery`.
+fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> PyResult<()> {
+    use outcore::engine::shards::{DelayedDelivery, DynamicPolicy};
+    let shards = &mut options.shards;
+    for (key, value) in extra.iter() {
+        if value.is_none() {
+            continue;
+        }
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "shards" => shards.shards = Some(value.extract()?),
+            "dynamic" => shards.dynamic = Some(DynamicPolicy::parse(&value.extract::<String>()?).map_err(to_py_err)?),
+            "shadow_edge_share" => {
+                let share: f64 = value.extract()?;
+                if !(0.0..=1.0).contains(&share) {
+                    return Err(PyValueError::new_err(format!("shadow_edge_share must be in [0, 1], got {share}")));
+                }
+                shards.shadow_edge_share = share;
+            }
+            "delay_buffer" => {
+                shards.delay_buffer_bytes = match value.extract::<u64>() {
+                    Ok(bytes) => bytes,
+                    Err(_) => outcore::runtime::parse_size(&value.str()?.to_string()).map_err(to_py_err)?,
+                }
+            }
+            "delayed_delivery" => {
+                shards.delayed_delivery = DelayedDelivery::parse(&value.extract::<String>()?).map_err(to_py_err)?
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown engine option '{other}' (known: shards, dynamic, shadow_edge_share, delay_buffer, \
+                     delayed_delivery)"
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {

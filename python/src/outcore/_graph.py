@@ -87,8 +87,11 @@ class Graph:
     """A graph store on disk. Opening is cheap: nothing is loaded until an algorithm runs.
 
     Every algorithm method accepts ``engine=`` (``"auto"``, ``"inmem"``, ...), ``memory=``
-    (a budget such as ``"512MiB"``; default a quarter of RAM) and ``progress=`` (default: when
-    interactive).
+    (a budget such as ``"512MiB"``; default a quarter of RAM), ``progress=`` (default: when
+    interactive) and ``engine_options=``, a dict of the engine's CLI flags by name: for the
+    shards engine ``shards``, ``dynamic`` (``"off"``, ``"ads"``, ``"ods"``),
+    ``shadow_edge_share``, ``delay_buffer`` and ``delayed_delivery`` (``"adjacency"``,
+    ``"shadow"``).
     """
 
     def __init__(self, path: PathLike, _keepalive: Any = None):
@@ -167,9 +170,10 @@ class Graph:
     # -- algorithms ---------------------------------------------------------------------
 
     def run(self, algorithm: str, *, engine: str = "auto", memory: Optional[str] = None,
-            progress: Optional[bool] = None, **params: Any) -> Result:
+            progress: Optional[bool] = None, engine_options: Optional[dict] = None, **params: Any) -> Result:
         """Runs any algorithm by name (see :func:`outcore.algorithms`)."""
-        raw = _native.run(self.path, algorithm, params, engine=engine, memory=memory, progress=_progress(progress))
+        raw = _native.run(self.path, algorithm, params, engine=engine, memory=memory, progress=_progress(progress),
+                          engine_options=engine_options)
         return Result(algorithm, raw)
 
     def pagerank(self, iterations: int = 20, damping: float = 0.85, **kw: Any) -> Result:
