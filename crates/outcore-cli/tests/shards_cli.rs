@@ -19,8 +19,8 @@ fn run_flags_select_shards_and_policy_and_results_match_inmem() {
     ok(&["generate", "rmat", "--scale", "10", "--seed", "5", "--store", &p("s"), "--memory", "64MiB"]);
     ok(&["run", "wcc", "--store", &p("s"), "--engine", "inmem", "-o", &p("inmem.txt"), "-q"]);
     let expected = std::fs::read_to_string(p("inmem.txt")).unwrap();
-    for policy in ["off", "ads", "ods"] {
-        let (out, stats) = (p(&format!("{policy}.txt")), p(&format!("{policy}.json")));
+    for (policy, delivery) in [("off", "adjacency"), ("ads", "adjacency"), ("ods", "adjacency"), ("ods", "shadow")] {
+        let (out, stats) = (p(&format!("{policy}-{delivery}.txt")), p(&format!("{policy}-{delivery}.json")));
         ok(&[
             "run",
             "wcc",
@@ -38,6 +38,8 @@ fn run_flags_select_shards_and_policy_and_results_match_inmem() {
             "0.5",
             "--delay-buffer",
             "4KiB",
+            "--delayed-delivery",
+            delivery,
             "-o",
             &out,
             "--stats-json",
@@ -49,6 +51,7 @@ fn run_flags_select_shards_and_policy_and_results_match_inmem() {
         assert_eq!(stats["engine"], "shards");
         assert_eq!(stats["shards"], 8);
         assert_eq!(stats["dynamic_policy"], policy);
+        assert_eq!(stats["delayed_delivery"], delivery);
         let iterations = stats["per_iteration"].as_array().unwrap();
         assert!(iterations.iter().all(|i| i["kind"].is_string() && i["edges_loaded"].as_u64().is_some()));
     }
@@ -58,6 +61,9 @@ fn run_flags_select_shards_and_policy_and_results_match_inmem() {
     let bad = outcore(&["run", "pr", "--store", &p("s"), "--engine", "shards", "--dynamic", "ods"]);
     assert_eq!(bad.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("use --dynamic off"));
+    let bad = outcore(&["run", "wcc", "--store", &p("s"), "--engine", "shards", "--delayed-delivery", "later"]);
+    assert_eq!(bad.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown --delayed-delivery 'later'"));
 }
 
 #[test]
@@ -76,20 +82,33 @@ fn bench_shards_runs_every_policy_and_prints_ratios() {
         "4MiB",
         "--algorithms",
         "pr-delta,wcc",
+        "--policies",
+        "off,ads,ods,ods:shadow",
         "--tolerance",
         "1e-4",
         "--json",
         json.to_str().unwrap(),
     ]);
-    for line in ["pr-delta  off", "pr-delta  ads", "pr-delta  ods", "wcc       ods", "off/ods", "off/ads"] {
+    for line in [
+        "pr-delta  off",
+        "pr-delta  ads",
+        "pr-delta  ods",
+        "pr-delta  ods:shadow",
+        "wcc       ods",
+        "off/ods",
+        "off/ads",
+    ] {
         assert!(out.contains(line), "missing '{line}' in:\n{out}");
     }
     let runs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let runs = runs.as_array().unwrap();
-    assert_eq!(runs.len(), 6);
+    assert_eq!(runs.len(), 8);
     for run in runs {
         let stats = &run["stats"];
-        assert_eq!(stats["dynamic_policy"], run["policy"]);
+        let (policy, delivery) =
+            run["policy"].as_str().unwrap().split_once(':').unwrap_or((run["policy"].as_str().unwrap(), "adjacency"));
+        assert_eq!(stats["dynamic_policy"], policy);
+        assert_eq!(stats["delayed_delivery"], delivery);
         assert!(stats["peak_rss_bytes"].as_u64().unwrap() < (4 << 20) + (64 << 20));
         assert!(stats["bytes_read"].as_u64().unwrap() > 0);
     }

@@ -190,9 +190,9 @@ fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&scratch)?;
     let mut runs = Vec::new();
     println!(
-        "{:<9} {:<5} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6} {:>8} {:>8} {:>10} {:>6}",
+        "{:<9} {:<10} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6} {:>8} {:>8} {:>10} {:>6}",
         "algorithm",
-        "dyn",
+        "policy",
         "iters",
         "shadow",
         "read+write",
@@ -248,7 +248,7 @@ fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
                     .map(|k| run.per_iteration(k, true))
                     .sum();
             println!(
-                "{:<9} {:<5} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6.3} {:>8.2} {:>8.2} {:>10} {:>6}",
+                "{:<9} {:<10} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6.3} {:>8.2} {:>8.2} {:>10} {:>6}",
                 run.algorithm,
                 run.policy,
                 run.number("iterations"),
@@ -270,15 +270,14 @@ fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
     for algorithm in list(&args.algorithms) {
         let find = |p: &str| runs.iter().find(|r| r.algorithm == algorithm && r.policy == p);
         let Some(off) = find("off") else { continue };
-        for other in ["ods", "ads"] {
-            if let Some(o) = find(other) {
-                println!(
-                    "  {algorithm:<9} off/{other}  bytes {:.3}  iterations {:.3}  wall {:.3}",
-                    off.moved() / o.moved().max(1.0),
-                    off.number("iterations") / o.number("iterations").max(1.0),
-                    off.number("wall_seconds") / o.number("wall_seconds").max(1e-9)
-                );
-            }
+        for o in runs.iter().filter(|r| r.algorithm == algorithm && r.policy != "off") {
+            println!(
+                "  {algorithm:<9} off/{:<10}  bytes {:.3}  iterations {:.3}  wall {:.3}",
+                o.policy,
+                off.moved() / o.moved().max(1.0),
+                off.number("iterations") / o.number("iterations").max(1.0),
+                off.number("wall_seconds") / o.number("wall_seconds").max(1e-9)
+            );
         }
     }
     if let Some(path) = &args.json {
