@@ -165,11 +165,17 @@ impl VertexProgram for BadWeightCount {
 }
 
 /// Runs one batch of at most K sources; appends one distance vector per source.
+/// The values are visited, not collected: only the batch's distance columns are ever held,
+/// not the K-slot state of every vertex (72 bytes per vertex for K = 8).
 fn run_batch<const K: usize>(runner: &Runner, batch: &[VertexId], out: &mut Vec<Vec<f64>>) -> Result<()> {
-    let values = runner.run_vertex_program(&Mssp::<K>::new(batch))?;
-    for k in 0..batch.len() {
-        out.push(values.iter().map(|v| v.distance[k]).collect());
-    }
+    let n = runner.graph_info().num_vertices as usize;
+    let mut columns: Vec<Vec<f64>> = (0..batch.len()).map(|_| Vec::with_capacity(n)).collect();
+    runner.run_vertex_program_visit(&Mssp::<K>::new(batch), |_, value| {
+        for (k, column) in columns.iter_mut().enumerate() {
+            column.push(value.distance[k]);
+        }
+    })?;
+    out.extend(columns);
     Ok(())
 }
 

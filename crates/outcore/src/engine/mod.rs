@@ -306,6 +306,26 @@ impl Runner {
         }
     }
 
+    /// Runs a vertex program and hands every final value to `visit` in dense-id order, instead
+    /// of returning them all. Engines that keep values on disk (`shards`) read them back in
+    /// chunks, so a caller that keeps only a projection (mssp keeps one distance per source of
+    /// a batch of up to 32) never holds every value at once. Other engines visit their vector.
+    pub fn run_vertex_program_visit<P: VertexProgram>(
+        &self,
+        program: &P,
+        mut visit: impl FnMut(VertexId, &P::Value),
+    ) -> Result<()> {
+        match self.engine {
+            EngineKind::Shards => shards::run_vertex_program_visit(self, program, visit),
+            _ => {
+                for (v, value) in self.run_vertex_program(program)?.iter().enumerate() {
+                    visit(v as VertexId, value);
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// [`run_vertex_program`](Self::run_vertex_program) for programs whose values and messages
     /// can travel between ranks: these also run on the distributed `pregel` engine, where rank 0
     /// gets every value and the other ranks an empty vector.

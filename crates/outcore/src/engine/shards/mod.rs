@@ -60,9 +60,11 @@
 //! **Memory.** One interval's edges (topology, positions, records: [`EdgeSection`]) and its
 //! vertices must fit [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
 //! while overlaying; the writers of dynamic shards get an eighth of the budget; the two
-//! direct-delivery buffers a thirty-second each (beyond that they spill to sorted runs); the delay buffer is small by construction
-//! (its size triggers shadow iterations). The final values are
-//! read back into the `Vec` the program API returns.
+//! direct-delivery buffers a thirty-second each (beyond that they spill to sorted runs); the
+//! delay buffer is small by construction (its size triggers shadow iterations). The final
+//! values are read back in chunks: into the `Vec` that `run_vertex_program` returns, or one
+//! by one to the caller of [`Runner::run_vertex_program_visit`], which keeps only what it
+//! needs (mssp: one distance per source, not the K-slot state).
 
 pub mod delay;
 pub mod direct;
@@ -283,8 +285,20 @@ struct ByKind {
 
 /// Runs a vertex program to completion; values in dense-id order.
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
+    let mut values = Vec::with_capacity(runner.graph_info().num_vertices as usize);
+    run_vertex_program_visit(runner, program, |_, x| values.push(*x))?;
+    Ok(values)
+}
+
+/// Runs a vertex program to completion and hands every value to `visit` in dense-id order,
+/// read back from the values file in chunks (see [`Runner::run_vertex_program_visit`]).
+pub fn run_vertex_program_visit<P: VertexProgram>(
+    runner: &Runner,
+    program: &P,
+    visit: impl FnMut(VertexId, &P::Value),
+) -> Result<()> {
     let (policy, policy_reason) = resolve_policy(&runner.options().shards, program)?;
-    Executor::new(runner, program, policy)?.run(policy_reason)
+    Executor::new(runner, program, policy)?.run(policy_reason, visit)
 }
 
 /// The state of one run.
@@ -385,7 +399,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         })
     }
 
-    fn run(mut self, policy_reason: &str) -> Result<Vec<P::Value>> {
+    fn run(mut self, policy_reason: &str, visit: impl FnMut(VertexId, &P::Value)) -> Result<()> {
         let runner = self.runner;
         let info = runner.graph_info();
         let options = runner.options().shards.clone();
@@ -529,7 +543,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         for set in self.dynamic_sets.drain(..) {
             set.remove()?;
         }
-        self.read_all_values()
+        self.visit_values(visit)
     }
 
     /// Sends the messages of the active vertices `lacking` (offsets in interval `j`) along their
@@ -607,11 +621,10 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         Ok(())
     }
 
-    /// Reads every vertex value back (the result).
-    fn read_all_values(&self) -> Result<Vec<P::Value>> {
+    /// Reads every vertex value back (the result) through a 1 MiB buffer, in dense-id order.
+    fn visit_values(&self, mut visit: impl FnMut(VertexId, &P::Value)) -> Result<()> {
         let n = self.runner.graph_info().num_vertices as usize;
         let size = std::mem::size_of::<P::Value>();
-        let mut out = Vec::with_capacity(n);
         let chunk = (1usize << 20) / size.max(1) + 1;
         let mut buf = Vec::new();
         let mut first = 0;
@@ -619,10 +632,13 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let count = chunk.min(n - first);
             buf.resize(count * size, 0);
             self.values.read_at(&mut buf, (first * size) as u64)?;
-            out.extend(buf.chunks_exact(size).map(edges::pod_read::<P::Value>));
+            for i in 0..count {
+                let value = edges::pod_read::<P::Value>(&buf[i * size..(i + 1) * size]);
+                visit((first + i) as VertexId, &value);
+            }
             first += count;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Loads blocks `[first, end)` of shard `k` for a step of the given kind.
