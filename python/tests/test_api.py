@@ -109,7 +109,11 @@ def test_ctrl_c_interrupts_a_run_and_leaves_the_store_intact(tmp_path):
     outcore.Graph.from_edges(rng.integers(0, n, 2_000_000), rng.integers(0, n, 2_000_000), store=store)
     script = textwrap.dedent(
         f"""
-        import sys, outcore
+        import signal, sys, outcore
+        # A shell that starts the test suite in the background leaves SIGINT ignored, and Python
+        # keeps an inherited SIG_IGN: restore the default handler so the test sees outcore's
+        # behaviour, not the parent's signal disposition.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         g = outcore.open({str(store)!r})
         print("started", flush=True)
         try:
@@ -123,9 +127,7 @@ def test_ctrl_c_interrupts_a_run_and_leaves_the_store_intact(tmp_path):
     assert child.stdout.readline().strip() == "started"
     time.sleep(1.5)
     child.send_signal(signal.SIGINT)
-    # Generous: once (of six fresh-clone CI runs) this took over 60 s on a machine whose other
-    # core was busy with a benchmark; alone it takes about 2 s.
-    out, _ = child.communicate(timeout=180)
+    out, _ = child.communicate(timeout=60)
     assert child.returncode == 3 and "interrupted" in out
     assert outcore.open(store).num_vertices > 0
 
