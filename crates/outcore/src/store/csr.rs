@@ -109,6 +109,17 @@ impl CsrLayout {
         Ok(())
     }
 
+    /// Reads the weights of edges `[first, first + count)` into `out` (cleared first); the
+    /// layout must be weighted.
+    pub fn read_weights(&self, first: u64, count: u64, out: &mut Vec<f64>) -> Result<()> {
+        let file = self.weights.as_ref().ok_or_else(|| Error::invalid(format!("{} has no weights", self.name)))?;
+        let mut bytes = vec![0u8; (count * 8) as usize];
+        file.read_exact_at(&mut bytes, first * 8)?;
+        out.clear();
+        out.extend(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))));
+        Ok(())
+    }
+
     /// Loads the whole layout into memory: 8 bytes per vertex, 8 per arc (16 weighted). The
     /// files are decoded through a 1 MiB buffer, so no raw copy is held beside the arrays.
     pub fn load(&self) -> Result<InMemoryCsr> {

@@ -261,15 +261,13 @@ fn adjacency(csr: &crate::store::CsrLayout, v: VertexId, weighted: bool) -> Resu
     let count = bounds[1] - bounds[0];
     let mut targets = Vec::with_capacity(count as usize);
     csr.read_targets(bounds[0], count, &mut targets)?;
-    let weights: Vec<u64> = match (&csr.weights, weighted) {
-        (Some(file), true) => {
-            let mut bytes = vec![0u8; count as usize * 8];
-            file.read_exact_at(&mut bytes, bounds[0] * 8)?;
-            bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-        }
-        _ => vec![1f64.to_bits(); count as usize],
-    };
-    Ok(targets.into_iter().zip(weights).collect())
+    let mut weights = Vec::new();
+    if weighted {
+        csr.read_weights(bounds[0], count, &mut weights)?;
+    } else {
+        weights.resize(count as usize, 1.0);
+    }
+    Ok(targets.into_iter().zip(weights.iter().map(|w| w.to_bits())).collect())
 }
 
 /// Bytes read and written by kind of file, over a step.
@@ -411,7 +409,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         runner.record_extra("delayed_delivery", self.delivery.name().into());
         let max = self.program.max_iterations();
         let bar = runner.progress().start("steps (shards)", max.map(|m| m as u64 + 1), ProgressUnit::Iterations);
-        let total_records = (runner.store().num_arcs() * self.dirs.iter().filter(|&&d| d).count() as u64).max(1);
+        let directions = self.dirs.iter().filter(|&&d| d).count() as u64;
+        let total_records = (runner.store().num_arcs() * directions).max(1);
         let mut last: Option<StepOutcome> = None;
         let mut global_sum = 0.0;
         let mut step = 0usize;
@@ -450,10 +449,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let direct_spilled = self.direct.spilled();
             self.direct.end_step()?;
             let dynamic_share = match (plan.kind, self.dynamic_sets.last()) {
-                (StepKind::Dynamic, Some(set)) => {
-                    let records = set.edges() * self.dirs.iter().filter(|&&d| d).count() as u64;
-                    Some(total.dirty as f64 / records.max(1) as f64)
-                }
+                (StepKind::Dynamic, Some(set)) => Some(total.dirty as f64 / (set.edges() * directions).max(1) as f64),
                 _ => None,
             };
             let built_edges = writer.as_ref().map(|w| w.edges);
@@ -570,7 +566,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let weight_bits =
             |s: &EdgeSection, e: usize| if s.weights.is_empty() { 1f64.to_bits() } else { s.weights[e].to_bits() };
         // The edges present on the shards, per lacking vertex and direction: (neighbour, weight).
-        let mut present: [Vec<Vec<(VertexId, u64)>>; 2] = [vec![Vec::new(); lacking.len()], Vec::new()];
+        let mut present: [Vec<Vec<(VertexId, u64)>>; 2] =
+            [vec![Vec::new(); lacking.len()], vec![Vec::new(); lacking.len()]];
         if self.dirs[0] {
             for section in std::iter::once(sections.memory).chain(sections.windows.iter().map(|(_, w)| w)) {
                 for e in section.block(j) {
@@ -582,7 +579,6 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             }
         }
         if self.dirs[1] {
-            present[1] = vec![Vec::new(); lacking.len()];
             let memory = sections.memory;
             for e in 0..memory.len() {
                 let s = slot[(memory.targets[e] - v0) as usize];
@@ -591,17 +587,14 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 }
             }
         }
+        let csrs = [Some(&self.out_offsets), self.in_offsets.as_ref()];
         for (s, &i) in lacking.iter().enumerate() {
             let u = v0 + i as u64;
-            let csrs = [Some(&self.out_offsets), self.in_offsets.as_ref()];
-            let mut lists = Vec::new();
             for d in (0..2).filter(|&d| self.dirs[d]) {
                 let csr = csrs[d].expect("an adjacency list for every direction in use");
                 let before = self.runner.io_snapshot();
-                lists.push((d, adjacency(csr, u, self.weights)?));
+                let list = adjacency(csr, u, self.weights)?;
                 by_kind.adjacency_read += self.runner.io_snapshot().since(&before).bytes_read;
-            }
-            for (d, list) in lists {
                 let edges = direct::missing_edges(list, std::mem::take(&mut present[d][s]));
                 for (neighbour, bits) in edges {
                     let edge = EdgeRef {
