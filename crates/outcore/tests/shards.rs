@@ -322,18 +322,26 @@ impl VertexProgram for Halving {
     }
 }
 
-#[test]
-fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_folded_message() {
-    // x → x, x → v, v → w (dense ids 0, 1, 2): x keeps sending to v; v's edge to w was never
-    // written, so it is missing from every dynamic shard (the paper's u → v → w, Table 2).
-    let dir = tempfile::tempdir().unwrap();
+/// The paper's u → v → w (Table 2) as x → x, x → v, v → w (dense ids 0, 1, 2): x keeps
+/// sending to v, and v → w is written only when v is active. Returns the store and the
+/// reference engine's [`Halving`] values on it.
+fn table2_graph(dir: &std::path::Path) -> (Store, Vec<(f64, f64)>) {
     let edges = [(0, 0, 1.0), (0, 1, 1.0), (1, 2, 1.0)];
-    let store = inmem_support::store(dir.path(), 3, &edges, true, false);
+    let store = inmem_support::store(dir, 3, &edges, true, false);
     let reference = Runner::new(
         &store,
         RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() },
     );
     let want = reference.run_vertex_program(&Halving).unwrap();
+    (store, want)
+}
+
+#[test]
+fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_folded_message() {
+    // x → x, x → v, v → w (dense ids 0, 1, 2): x keeps sending to v; v's edge to w was never
+    // written, so it is missing from every dynamic shard (the paper's u → v → w, Table 2).
+    let dir = tempfile::tempdir().unwrap();
+    let (store, want) = table2_graph(dir.path());
     for policy in [DynamicPolicy::Ads, DynamicPolicy::Ods] {
         let mut options = shards_options(64 << 20, Some(3), Some(policy));
         // Shadow iterations only when nothing else is left, so v is delayed several times.
@@ -372,13 +380,7 @@ fn a_vertex_whose_out_edge_is_missing_is_served_from_its_adjacency_list_at_once(
     // delivery v reads its adjacency list, sends along v → w in the same step, and nothing
     // waits for a shadow iteration.
     let dir = tempfile::tempdir().unwrap();
-    let edges = [(0, 0, 1.0), (0, 1, 1.0), (1, 2, 1.0)];
-    let store = inmem_support::store(dir.path(), 3, &edges, true, false);
-    let reference = Runner::new(
-        &store,
-        RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 30), ..RunOptions::default() },
-    );
-    let want = reference.run_vertex_program(&Halving).unwrap();
+    let (store, want) = table2_graph(dir.path());
     let mut options = shards_options(64 << 20, Some(3), Some(DynamicPolicy::Ads));
     options.shards.delay_buffer_bytes = 1 << 20;
     assert_eq!(options.shards.delayed_delivery, DelayedDelivery::Adjacency, "the default");
