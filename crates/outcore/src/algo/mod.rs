@@ -225,6 +225,19 @@ fn ranks_to_dense(rank: Option<&[u64]>, labels: Vec<VertexId>) -> Vec<VertexId> 
     labels.into_iter().map(|label| dense_of_rank[label as usize]).collect()
 }
 
+/// Runs `round` (the values of the next round from those of the last) until a round changes
+/// nothing, and returns that fixed point: label and distance propagation as repeated
+/// one-level neighborhood queries (wcc, sssp on nwsm).
+fn until_stable<T: PartialEq>(mut values: Vec<T>, mut round: impl FnMut(&[T]) -> Result<Vec<T>>) -> Result<Vec<T>> {
+    loop {
+        let next = round(&values)?;
+        if next == values {
+            return Ok(values);
+        }
+        values = next;
+    }
+}
+
 /// An [`AlgorithmResult`] with one column and a summary.
 fn single_column(
     algorithm: &str,

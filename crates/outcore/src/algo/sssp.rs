@@ -15,7 +15,7 @@
 
 use super::bfs::check_source;
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::nwsm::{Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::nwsm::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -113,54 +113,28 @@ impl VertexProgram for BadWeights {
     }
 }
 
-/// A distance gathered by minimum; the default (the identity) is unreached.
-#[derive(Debug, Clone, Copy)]
-struct MinDistance(f64);
-
-impl Default for MinDistance {
-    fn default() -> Self {
-        MinDistance(f64::INFINITY)
-    }
-}
-
-impl GatherValue for MinDistance {
-    fn to_bits(self) -> u64 {
-        self.0.to_bits()
-    }
-    fn from_bits(bits: u64) -> Self {
-        MinDistance(f64::from_bits(bits))
-    }
-}
-
 /// One Bellman-Ford round over unit-weight out-arcs as a one-level neighborhood query.
 struct SsspRound<'a> {
     distance: &'a [f64],
 }
 
 impl NeighborhoodQuery for SsspRound<'_> {
-    type Value = MinDistance;
+    type Value = Min<f64>;
     type Output = f64;
 
     fn levels(&self) -> usize {
         1
     }
-    fn adj_scatter(
-        &self,
-        _: usize,
-        view: &dyn NeighborhoodView,
-        out: &mut dyn Emitter<MinDistance>,
-        u: u64,
-        adj: &[Nbr],
-    ) {
+    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<Min<f64>>, u: u64, adj: &[Nbr]) {
         let d = self.distance[view.store_id(u) as usize];
         if d.is_finite() {
-            adj.iter().filter(|v| v.is_out()).for_each(|v| out.update(v.id(), MinDistance(d + 1.0)));
+            adj.iter().filter(|v| v.is_out()).for_each(|v| out.update(v.id(), Min(d + 1.0)));
         }
     }
-    fn vertex_gather(&self, gathered: MinDistance, update: MinDistance) -> MinDistance {
-        MinDistance(gathered.0.min(update.0))
+    fn vertex_gather(&self, gathered: Min<f64>, update: Min<f64>) -> Min<f64> {
+        gathered.min(update)
     }
-    fn vertex_apply(&self, v: VertexId, _: u64, gathered: MinDistance) -> f64 {
+    fn vertex_apply(&self, v: VertexId, _: u64, gathered: Min<f64>) -> f64 {
         self.distance[v as usize].min(gathered.0)
     }
 }
@@ -172,13 +146,8 @@ fn run_rounds(runner: &Runner, source: VertexId) -> Result<Vec<f64>> {
         ));
     }
     let n = runner.graph_info().num_vertices as usize;
-    let mut distance: Vec<f64> = (0..n).map(|v| if v as u64 == source { 0.0 } else { f64::INFINITY }).collect();
-    loop {
-        let next = runner.run_neighborhood_query(&SsspRound { distance: &distance })?.values;
-        if std::mem::replace(&mut distance, next) == distance {
-            return Ok(distance);
-        }
-    }
+    let distance: Vec<f64> = (0..n).map(|v| if v as u64 == source { 0.0 } else { f64::INFINITY }).collect();
+    super::until_stable(distance, |distance| Ok(runner.run_neighborhood_query(&SsspRound { distance })?.values))
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {

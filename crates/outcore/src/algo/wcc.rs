@@ -17,7 +17,7 @@
 //! the smaller of the old label and the gathered one; rounds run until no label drops.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::nwsm::{Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::nwsm::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -76,45 +76,26 @@ impl VertexProgram for Wcc<'_> {
     }
 }
 
-/// A label gathered by minimum; the default (the identity) is no label at all.
-#[derive(Debug, Clone, Copy)]
-struct MinLabel(u64);
-
-impl Default for MinLabel {
-    fn default() -> Self {
-        MinLabel(u64::MAX)
-    }
-}
-
-impl GatherValue for MinLabel {
-    fn to_bits(self) -> u64 {
-        self.0
-    }
-    fn from_bits(bits: u64) -> Self {
-        MinLabel(bits)
-    }
-}
-
 /// One round of label propagation as a one-level neighborhood query over full lists.
 struct WccRound<'a> {
     labels: &'a [u64],
 }
 
 impl NeighborhoodQuery for WccRound<'_> {
-    type Value = MinLabel;
+    type Value = Min<u64>;
     type Output = u64;
 
     fn levels(&self) -> usize {
         1
     }
-    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<MinLabel>, u: u64, adj: &[Nbr]) {
+    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<Min<u64>>, u: u64, adj: &[Nbr]) {
         let label = self.labels[view.store_id(u) as usize];
-        adj.iter().for_each(|v| out.update(v.id(), MinLabel(label)));
+        adj.iter().for_each(|v| out.update(v.id(), Min(label)));
     }
-    fn vertex_gather(&self, gathered: MinLabel, update: MinLabel) -> MinLabel {
-        MinLabel(gathered.0.min(update.0))
+    fn vertex_gather(&self, gathered: Min<u64>, update: Min<u64>) -> Min<u64> {
+        gathered.min(update)
     }
-    fn vertex_apply(&self, v: VertexId, _: u64, gathered: MinLabel) -> u64 {
+    fn vertex_apply(&self, v: VertexId, _: u64, gathered: Min<u64>) -> u64 {
         self.labels[v as usize].min(gathered.0)
     }
 }
@@ -122,14 +103,9 @@ impl NeighborhoodQuery for WccRound<'_> {
 pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
     let rank = runner.original_ranks()?;
     let labels = if runner.prefers_neighborhood_queries() {
-        let mut labels: Vec<u64> =
+        let labels: Vec<u64> =
             (0..runner.graph_info().num_vertices).map(|v| rank.as_ref().map_or(v, |r| r[v as usize])).collect();
-        loop {
-            let next = runner.run_neighborhood_query(&WccRound { labels: &labels })?.values;
-            if std::mem::replace(&mut labels, next) == labels {
-                break labels;
-            }
-        }
+        super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))?
     } else {
         runner.run_vertex_program_wire(&Wcc { rank: rank.as_deref() })?
     };

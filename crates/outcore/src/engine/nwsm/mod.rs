@@ -78,7 +78,7 @@ use serde_json::json;
 
 pub use partition::{BbpLayout, DEFAULT_PAGE_SIZE};
 pub use query::{
-    AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
+    AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Min, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
 };
 
 use self::gather::{

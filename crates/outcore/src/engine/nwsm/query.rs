@@ -95,6 +95,48 @@ impl GatherValue for f64 {
     }
 }
 
+/// A value gathered by minimum (label and distance propagation): `vertex_gather` keeps the
+/// smaller with [`Min::min`], and the default, the gather's identity, is the largest value
+/// (`u64::MAX`, `f64::INFINITY`: nothing gathered).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Min<T>(pub T);
+
+impl Default for Min<u64> {
+    fn default() -> Self {
+        Min(u64::MAX)
+    }
+}
+
+impl Default for Min<f64> {
+    fn default() -> Self {
+        Min(f64::INFINITY)
+    }
+}
+
+impl Min<u64> {
+    pub fn min(self, other: Self) -> Self {
+        Min(self.0.min(other.0))
+    }
+}
+
+impl Min<f64> {
+    pub fn min(self, other: Self) -> Self {
+        Min(self.0.min(other.0))
+    }
+}
+
+impl<T: GatherValue> GatherValue for Min<T>
+where
+    Min<T>: Default,
+{
+    fn to_bits(self) -> u64 {
+        self.0.to_bits()
+    }
+    fn from_bits(bits: u64) -> Self {
+        Min(T::from_bits(bits))
+    }
+}
+
 /// What scatter functions can read: the lists loaded in the current windows.
 pub trait NeighborhoodView {
     /// The full adjacency list of `v`, which must be in a current window.
