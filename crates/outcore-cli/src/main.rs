@@ -26,6 +26,8 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Run an algorithm on a store.
     Run(commands::run::RunArgs),
+    /// List the algorithms, their parameters and defaults, and which engines run each.
+    Algorithms(commands::algorithms::AlgorithmsArgs),
     /// Partition a store for the distributed engines: per-rank files for the pregel engine
     /// (`mpirun -n W outcore run ...`), or with `--bbp` TurboGraph++'s balanced buffer-aware
     /// partitioning into slotted pages for `--engine nwsm`.
@@ -74,6 +76,7 @@ fn main() {
         Command::Generate(args) => commands::generate::run(args, &cancel),
         Command::Import(args) => commands::import::run(args, &cancel),
         Command::Run(args) => commands::run::run(args, &cancel),
+        Command::Algorithms(args) => commands::algorithms::run(args),
         Command::Partition(args) => commands::partition::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
         Command::Summary(args) => commands::summary::run(args),

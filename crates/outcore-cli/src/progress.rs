@@ -71,7 +71,13 @@ impl Progress for TerminalProgress {
     }
 
     fn note(&self, message: &str) {
-        if !self.quiet {
+        if self.quiet {
+            return;
+        }
+        // indicatif drops printed lines when its target is hidden (stderr not a terminal).
+        if self.bars.is_hidden() {
+            eprintln!("{message}");
+        } else {
             let _ = self.bars.println(message);
         }
     }

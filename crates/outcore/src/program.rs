@@ -6,11 +6,22 @@
 //!   "Load the Edges You Need" (§3), and TurboGraph++'s gather.
 //! * [`PregelProgram`] — compute over all incoming messages of a vertex, for programs whose
 //!   messages cannot be combined (label propagation needs the multiset of neighbour labels).
+//! * [`NeighborhoodQuery`] — TurboGraph++'s k-walk queries over full adjacency lists (triangle
+//!   counting, clustering coefficient; Figure 6 of the paper). The trait and the types it
+//!   speaks ([`Nbr`], [`NeighborhoodView`], [`Emitter`], [`GatherValue`], [`Min`]) are defined
+//!   beside their in-memory executor in `engine/nwsm/query.rs` and are part of this API.
+//!
+//! An algorithm may offer several forms (PageRank as a vertex program or as rounds of one-level
+//! queries); [`Runner::choose_form`](crate::engine::Runner::choose_form) decides which one runs.
 //!
 //! Algorithms are written only against these traits; they never open files and never know
 //! which engine runs them.
 
 use crate::VertexId;
+
+pub use crate::engine::nwsm::query::{
+    AdjacencyMode, Emitter, GatherValue, Min, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
+};
 
 /// Whether messages are increments or values (DESIGN.md "Program API").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -61,7 +61,7 @@ fn pregel(store: &Store, ranks: usize, recoded: bool, params: &AlgorithmParams) 
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions { message_file_size: 64 << 10, recoded, ..PregelOptions::default() },
+            pregel: PregelOptions { message_file_size: Some(64 << 10), recoded, ..PregelOptions::default() },
             ..RunOptions::default()
         };
         run_algorithm(&Runner::new(store, options).with_transport(Arc::new(t.clone())), "kmeans", params)

@@ -79,7 +79,7 @@ fn pregel(
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
-            pregel: PregelOptions { message_file_size, recoded, ..PregelOptions::default() },
+            pregel: PregelOptions { message_file_size: Some(message_file_size), recoded, ..PregelOptions::default() },
             ..RunOptions::default()
         };
         let runner = Runner::new(store, options).with_transport(Arc::new(t.clone()));
@@ -228,18 +228,21 @@ fn default_file_size_and_single_rank_without_transport_equal_inmem() {
 }
 
 #[test]
-fn missing_partition_and_small_budget_are_clear_errors() {
+fn a_missing_partition_is_built_by_all_ranks_and_a_small_budget_is_a_clear_error() {
     let g = er();
     let p = params(&g, "pr");
-    let err = pregel(&g.store, 3, false, 1024, "pr", &p).unwrap_err();
-    assert!(matches!(err, Error::Store { .. }), "{err}");
-    assert!(err.to_string().contains("outcore partition --store") && err.to_string().contains("--ranks 3"), "{err}");
+    // No parts-3 yet: the run's three ranks build it (as a partitioning job) and run on it.
+    assert!(partition::open(&g.store, 3, false).is_err());
+    let (got, stats) = pregel(&g.store, 3, false, 1024, "pr", &p).unwrap();
+    assert_same("pr", &inmem(&g.store, "pr", &p), &got, "pr after building parts-3");
+    assert_eq!(partition::open(&g.store, 3, false).unwrap().ranks, 3);
+    assert_eq!(stats[0].plan.as_ref().unwrap().builds.as_deref(), Some("parts-3"));
     partition::partition(&g.store, 2, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
     let err = InProcessTransport::run(2, |t| {
         let options = RunOptions {
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(1 << 20),
-            pregel: PregelOptions { message_file_size: 8 << 20, recoded: true, ..PregelOptions::default() },
+            pregel: PregelOptions { message_file_size: Some(8 << 20), recoded: true, ..PregelOptions::default() },
             ..RunOptions::default()
         };
         run_algorithm(&Runner::new(&g.store, options).with_transport(Arc::new(t.clone())), "pr", &p)
@@ -344,7 +347,7 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
                 let options = RunOptions {
                     engine: EngineKind::Pregel,
                     memory: MemoryBudget::new(64 << 20),
-                    pregel: PregelOptions { message_file_size: 4096, recoded, checkpoint_every: Some(3), resume },
+                    pregel: PregelOptions { message_file_size: Some(4096), recoded, checkpoint_every: Some(3), resume },
                     ..RunOptions::default()
                 };
                 let cancel = CancelToken::new();
@@ -382,7 +385,12 @@ fn resuming_with_other_parameters_is_refused() {
             let options = RunOptions {
                 engine: EngineKind::Pregel,
                 memory: MemoryBudget::new(64 << 20),
-                pregel: PregelOptions { message_file_size: 4096, recoded: false, checkpoint_every: Some(2), resume },
+                pregel: PregelOptions {
+                    message_file_size: Some(4096),
+                    recoded: false,
+                    checkpoint_every: Some(2),
+                    resume,
+                },
                 ..RunOptions::default()
             };
             let cancel = CancelToken::new();

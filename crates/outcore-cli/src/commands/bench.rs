@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{bench_cache, bench_shards, bench_stream};
+use super::{bench_auto, bench_cache, bench_shards, bench_stream};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -24,6 +24,9 @@ enum BenchKind {
     /// Shards engine: each algorithm under each dynamic-shard policy (off, ads, ods): bytes
     /// read+written, iterations, peak RSS, and the ratios off/ods and off/ads.
     Shards(bench_shards::ShardsBenchArgs),
+    /// The planner: per budget and algorithm, `auto`'s engine and time against the fastest
+    /// engine measured, with the worst and median ratio.
+    Auto(bench_auto::AutoBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -32,5 +35,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchKind::CacheRun(a) => bench_cache::run_child(a),
         BenchKind::Stream(a) => bench_stream::run(a),
         BenchKind::Shards(a) => bench_shards::run(a),
+        BenchKind::Auto(a) => bench_auto::run(a),
     }
 }

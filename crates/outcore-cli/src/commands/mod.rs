@@ -1,7 +1,9 @@
 //! One module per subcommand. Each turns its clap arguments into library calls; none holds
 //! logic the Python package would also need (that belongs in the library).
 
+pub mod algorithms;
 pub mod bench;
+pub mod bench_auto;
 pub mod bench_cache;
 pub mod bench_shards;
 pub mod bench_stream;

@@ -24,10 +24,15 @@ pub struct RunArgs {
     /// The store directory.
     #[arg(long)]
     store: PathBuf,
-    /// Engine: auto (default: chooses and says why), inmem, stream, cache, shards, pregel (GraphD;
-    /// `mpirun -n W` with the `mpi` feature, after `outcore partition --ranks W`), nwsm (tc, lcc).
+    /// Engine: auto (default: the fastest expected within --memory, and says why), inmem,
+    /// stream, cache, shards, pregel (GraphD; `mpirun -n W` with the `mpi` feature), nwsm
+    /// (neighborhood queries). `outcore algorithms` shows which engines run which algorithm.
     #[arg(long, default_value = "auto")]
     engine: String,
+    /// Print the planner's table before running: every engine, whether it fits and why,
+    /// its memory, expected bytes read and written, and expected seconds.
+    #[arg(long)]
+    explain: bool,
     /// Memory budget, e.g. 512MiB (default: a quarter of RAM).
     #[arg(long)]
     memory: Option<String>,
@@ -172,7 +177,7 @@ fn pregel_options(args: &RunArgs) -> anyhow::Result<PregelOptions> {
         ..PregelOptions::default()
     };
     if let Some(size) = &args.message_file_size {
-        options.message_file_size = parse_size(size)?;
+        options.message_file_size = Some(parse_size(size)?);
     }
     Ok(options)
 }
@@ -266,17 +271,15 @@ fn run_with(
     };
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
-        .with_progress(Arc::new(TerminalProgress::new(args.quiet)))
-        .with_cancel(cancel.clone());
+        .with_progress(Arc::new(TerminalProgress::new(args.quiet && !args.explain)))
+        .with_cancel(cancel.clone())
+        .with_explain(args.explain);
     // Under `mpirun -n W` this process is one rank (the nwsm engine runs W ranks); rank 0 writes.
     let runner = match transport {
         Some(transport) => runner.with_transport(transport),
         None => runner,
     };
     let writes = runner.transport().map_or(true, |t| t.rank() == 0);
-    if !args.quiet && !runner.engine_reason().is_empty() {
-        eprintln!("{}", runner.engine_reason());
-    }
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
     let mut stats = runner.finish(&args.algorithm);
     let (rank, ranks) = runner.rank();

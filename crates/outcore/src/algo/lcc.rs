@@ -21,6 +21,7 @@
 
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::nwsm::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{GraphInfo, PregelContext, PregelProgram};
@@ -164,10 +165,14 @@ impl NeighborhoodQuery for LccQuery {
 }
 
 pub fn run(runner: &Runner, _config: &Config) -> Result<LccOutput> {
-    if runner.prefers_neighborhood_queries() {
-        return Ok(LccOutput { lcc: runner.run_neighborhood_query(&LccQuery)?.values });
-    }
-    Ok(LccOutput { lcc: runner.run_pregel(&Lcc)? })
+    // The query first: every engine that runs both prefers it (it intersects lists instead of
+    // sending them as messages).
+    let forms = [ProgramShape::query(2, 8), ProgramShape::pregel(&Lcc, false)];
+    let lcc = match runner.choose_form(&forms)? {
+        0 => runner.run_neighborhood_query(&LccQuery)?.values,
+        _ => runner.run_pregel(&Lcc)?,
+    };
+    Ok(LccOutput { lcc })
 }
 
 impl From<LccOutput> for AlgorithmResult {

@@ -76,6 +76,7 @@ pub mod mssp;
 pub mod pagerank;
 pub mod pagerank_delta;
 pub mod sssp;
+pub mod support;
 pub mod tc;
 pub mod wcc;
 

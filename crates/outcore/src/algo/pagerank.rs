@@ -21,10 +21,11 @@
 //! self-loops (checked: the out-degrees must add up to the store's arc count).
 
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::nwsm::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::VertexId;
 
 /// PageRank parameters.
@@ -161,10 +162,12 @@ pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {
     if !(0.0..=1.0).contains(&config.damping) {
         return Err(Error::invalid(format!("the damping factor must be in [0, 1], got {}", config.damping)));
     }
-    if runner.prefers_neighborhood_queries() {
-        return Ok(PageRankOutput { rank: run_rounds(runner, config)? });
-    }
-    let rank = runner.run_vertex_program_wire(&PageRank { damping: config.damping, iterations: config.iterations })?;
+    let program = PageRank { damping: config.damping, iterations: config.iterations };
+    let forms = [ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, Some(config.iterations + 1))];
+    let rank = match runner.choose_form(&forms)? {
+        0 => runner.run_vertex_program_wire(&program)?,
+        _ => run_rounds(runner, config)?,
+    };
     Ok(PageRankOutput { rank })
 }
 

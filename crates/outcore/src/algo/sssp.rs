@@ -15,10 +15,11 @@
 
 use super::bfs::check_source;
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::nwsm::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::VertexId;
 
 /// SSSP parameters (no defaults: the source is required).
@@ -152,7 +153,8 @@ fn run_rounds(runner: &Runner, source: VertexId) -> Result<Vec<f64>> {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
     check_source(runner, config.source)?;
-    if runner.prefers_neighborhood_queries() {
+    let forms = [ProgramShape::vertex_wire(&Sssp { source: config.source }), ProgramShape::query_rounds(1, 8, None)];
+    if runner.choose_form(&forms)? == 1 {
         return Ok(SsspOutput { distance: run_rounds(runner, config.source)? });
     }
     if runner.graph_info().weighted {

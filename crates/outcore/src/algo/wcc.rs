@@ -17,10 +17,11 @@
 //! the smaller of the old label and the gathered one; rounds run until no label drops.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::nwsm::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
+use crate::program::{Emitter, Min, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::VertexId;
 
 /// WCC has no parameters.
@@ -102,12 +103,15 @@ impl NeighborhoodQuery for WccRound<'_> {
 
 pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
     let rank = runner.original_ranks()?;
-    let labels = if runner.prefers_neighborhood_queries() {
-        let labels: Vec<u64> =
-            (0..runner.graph_info().num_vertices).map(|v| rank.as_ref().map_or(v, |r| r[v as usize])).collect();
-        super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))?
-    } else {
-        runner.run_vertex_program_wire(&Wcc { rank: rank.as_deref() })?
+    let program = Wcc { rank: rank.as_deref() };
+    let forms = [ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, None)];
+    let labels = match runner.choose_form(&forms)? {
+        0 => runner.run_vertex_program_wire(&program)?,
+        _ => {
+            let labels: Vec<u64> =
+                (0..runner.graph_info().num_vertices).map(|v| rank.as_ref().map_or(v, |r| r[v as usize])).collect();
+            super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))?
+        }
     };
     Ok(WccOutput { component: super::ranks_to_dense(rank.as_deref(), labels) })
 }

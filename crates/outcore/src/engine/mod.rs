@@ -7,7 +7,9 @@
 
 pub mod cache;
 pub mod inmem;
+mod inmem_plan;
 pub mod nwsm;
+pub mod planner;
 pub mod pregel;
 pub mod shards;
 pub mod stream;
@@ -23,6 +25,7 @@ use crate::runtime::io::IoSnapshot;
 use crate::runtime::{peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
 use crate::store::Store;
 use crate::VertexId;
+use planner::{CostModel, Explanation, PlanContext, PlanGraph, ProgramShape};
 
 /// The engines a user can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,6 +136,9 @@ pub struct RunStats {
     pub bytes_written: u64,
     pub read_requests: u64,
     pub peak_rss_bytes: u64,
+    /// The plan of the engine that ran (memory by part, expected bytes and seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<planner::Plan>,
     pub per_iteration: Vec<IterationStats>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -142,8 +148,19 @@ pub struct RunStats {
 pub struct Runner {
     store: Store,
     options: RunOptions,
-    engine: EngineKind,
-    engine_reason: String,
+    /// The engine asked for (`Auto`: the planner chooses at the first program run).
+    requested: EngineKind,
+    /// The engine that runs, once chosen, with why and the planner's table.
+    chosen: Mutex<Option<Chosen>>,
+    /// Print the planner's table when choosing (`--explain`).
+    explain: bool,
+    /// The forms each program run offered, in order (see [`requested_forms`](Self::requested_forms)).
+    requests: Mutex<Vec<Vec<ProgramShape>>>,
+    /// Set by [`choose_form`](Self::choose_form): the next program run is the chosen form,
+    /// already recorded among the alternatives.
+    form_chosen: std::sync::atomic::AtomicBool,
+    /// The store as the planner sees it, read at the first choice.
+    plan_graph: std::sync::OnceLock<PlanGraph>,
     progress: Arc<dyn Progress>,
     cancel: CancelToken,
     started: Instant,
@@ -162,10 +179,9 @@ impl Runner {
     pub fn new(store: &Store, options: RunOptions) -> Runner {
         let counters = IoCounters::new();
         let store = store.with_counters(counters.clone());
-        let (engine, engine_reason) = choose_engine(&store, &options);
+        let requested = options.engine;
         let stats = RunStats {
-            engine: engine.name().to_string(),
-            engine_reason: engine_reason.clone(),
+            engine: requested.name().to_string(),
             memory_budget_bytes: options.memory.bytes(),
             vertices: store.num_vertices(),
             edges: store.manifest().edges,
@@ -174,8 +190,12 @@ impl Runner {
         Runner {
             store,
             options,
-            engine,
-            engine_reason,
+            requested,
+            chosen: Mutex::new(None),
+            explain: false,
+            requests: Mutex::new(Vec::new()),
+            form_chosen: std::sync::atomic::AtomicBool::new(false),
+            plan_graph: std::sync::OnceLock::new(),
             progress: Arc::new(NoProgress),
             cancel: CancelToken::new(),
             started: Instant::now(),
@@ -217,12 +237,158 @@ impl Runner {
         &self.options
     }
 
+    /// The engine that runs: the one asked for, or under `auto` the planner's choice (still
+    /// `Auto` before the first program run).
     pub fn engine(&self) -> EngineKind {
-        self.engine
+        self.chosen.lock().unwrap().as_ref().map_or(self.requested, |c| c.engine)
     }
 
-    pub fn engine_reason(&self) -> &str {
-        &self.engine_reason
+    /// Why `auto` chose the engine (empty when chosen by the user or not yet chosen).
+    pub fn engine_reason(&self) -> String {
+        self.chosen.lock().unwrap().as_ref().map_or(String::new(), |c| c.reason.clone())
+    }
+
+    /// The planner's table of the last choice (every engine and form: fits or not, memory,
+    /// expected bytes and seconds), once a program has run.
+    pub fn explanation(&self) -> Option<Explanation> {
+        self.chosen.lock().unwrap().as_ref().map(|c| c.explanation.clone())
+    }
+
+    /// The forms every program run of this Runner offered so far, one list per run (an
+    /// algorithm's alternatives): an engine runs the algorithm when it runs one form of each.
+    pub fn requested_forms(&self) -> Vec<Vec<ProgramShape>> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Prints the planner's table through [`Progress::note`] when the engine is chosen.
+    pub fn with_explain(mut self, explain: bool) -> Runner {
+        self.explain = explain;
+        self
+    }
+
+    /// The planner's view of the store (read once per Runner) and its cost model.
+    fn plan_graph_and_model(&self) -> (PlanGraph, CostModel) {
+        let graph = self.plan_graph.get_or_init(|| PlanGraph::of(&self.store)).clone();
+        (graph, CostModel::for_store(&self.store))
+    }
+
+    /// Plans every engine for each of `shapes` (the forms of one algorithm) without running.
+    pub fn explain(&self, shapes: &[ProgramShape]) -> Explanation {
+        let (graph, model) = self.plan_graph_and_model();
+        let ranks = self.transport.as_ref().map_or(1, |t| t.ranks());
+        let ctx = PlanContext {
+            graph: &graph,
+            budget: self.options.memory.bytes(),
+            options: &self.options,
+            model: &model,
+            ranks,
+        };
+        Explanation::new(shapes, &ctx)
+    }
+
+    /// Which of an algorithm's forms runs, and on which engine: the Runner decides, not the
+    /// algorithm. With an engine asked for, the first form it runs; under `auto`, the form and
+    /// engine of the fastest plan within the budget (kept for the rest of the run while the
+    /// engine runs the algorithm's later programs). Returns the index into `shapes`.
+    pub fn choose_form(&self, shapes: &[ProgramShape]) -> Result<usize> {
+        self.requests.lock().unwrap().push(shapes.to_vec());
+        let choice = self.choose(shapes)?;
+        self.form_chosen.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(choice.form_index)
+    }
+
+    /// The engine and form for `shapes` (see [`choose_form`](Self::choose_form)); records the
+    /// choice, its reason and plan in the run's figures.
+    fn choose(&self, shapes: &[ProgramShape]) -> Result<Choice> {
+        let (graph, _) = self.plan_graph_and_model();
+        // An engine already running this algorithm keeps running it if it can.
+        if let Some(engine) = self.chosen.lock().unwrap().as_ref().map(|c| c.engine) {
+            if let Some(i) = first_supported(engine, shapes, &graph) {
+                return Ok(Choice { engine, form_index: i, fallbacks: Vec::new() });
+            }
+        }
+        let explanation = self.explain(shapes);
+        if self.explain {
+            self.progress.note(&explanation.to_string());
+        }
+        let choice = if self.requested == EngineKind::Auto {
+            let ranking = explanation.ranking();
+            let Some(&best) = ranking.first() else {
+                let error = nothing_fits(&explanation, self.options.memory.bytes());
+                *self.chosen.lock().unwrap() =
+                    Some(Chosen { engine: EngineKind::Auto, reason: String::new(), explanation });
+                return Err(error);
+            };
+            let row = &explanation.rows[best];
+            let engine = EngineKind::parse(row.plan.engine)?;
+            let fallbacks = ranking[1..]
+                .iter()
+                .map(|&i| {
+                    (
+                        EngineKind::parse(explanation.rows[i].plan.engine).unwrap_or(engine),
+                        explanation.rows[i].form_index,
+                    )
+                })
+                .collect();
+            Choice { engine, form_index: row.form_index, fallbacks }
+        } else {
+            let Some(i) = first_supported(self.requested, shapes, &graph) else {
+                return Err(unsupported(self.requested, shapes, &graph));
+            };
+            Choice { engine: self.requested, form_index: i, fallbacks: Vec::new() }
+        };
+        self.record_choice(choice.engine, choice.form_index, explanation);
+        Ok(choice)
+    }
+
+    /// Remembers the engine that runs, says why (auto), and keeps its plan for the figures.
+    fn record_choice(&self, engine: EngineKind, form_index: usize, explanation: Explanation) {
+        let row = explanation.rows.iter().find(|r| r.plan.engine == engine.name() && r.form_index == form_index);
+        let plan = row.map(|r| r.plan.clone());
+        let reason = if self.requested == EngineKind::Auto {
+            let mut chosen = explanation.clone();
+            chosen.chosen =
+                explanation.rows.iter().position(|r| r.plan.engine == engine.name() && r.form_index == form_index);
+            chosen.reason()
+        } else {
+            String::new()
+        };
+        if !reason.is_empty() {
+            self.progress.note(&reason);
+        }
+        {
+            let mut stats = self.stats.lock().unwrap();
+            stats.engine = engine.name().to_string();
+            stats.engine_reason = reason.clone();
+            stats.plan = plan;
+        }
+        *self.chosen.lock().unwrap() = Some(Chosen { engine, reason, explanation });
+    }
+
+    /// Runs `run` on the chosen engine; under `auto`, an engine that turns out not to fit
+    /// (its own budget check is finer than its plan) hands over to the next in the ranking.
+    fn run_on<T>(&self, shape: ProgramShape, run: impl Fn(EngineKind) -> Result<T>) -> Result<T> {
+        if !self.form_chosen.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            self.requests.lock().unwrap().push(vec![shape]);
+        }
+        let choice = self.choose(&[shape])?;
+        let mut outcome = run(choice.engine);
+        for (engine, _) in choice.fallbacks {
+            match outcome {
+                Err(Error::MemoryBudget(why)) => {
+                    self.progress.note(&format!(
+                        "auto: {} did not fit after all ({why}); trying {}",
+                        self.engine().name(),
+                        engine.name()
+                    ));
+                    let explanation = self.explanation().unwrap_or_else(|| self.explain(&[shape]));
+                    self.record_choice(engine, 0, explanation);
+                    outcome = run(engine);
+                }
+                done => return done,
+            }
+        }
+        outcome
     }
 
     pub fn progress(&self) -> &dyn Progress {
@@ -284,25 +450,18 @@ impl Runner {
 
     /// Runs a vertex program to completion and returns the final values in dense-id order.
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
-        // `EdgeDirection::In` is newer than some engines: those not listed here refuse it
-        // rather than silently sending along out-edges.
-        let supports_in_edges = matches!(
-            self.engine,
-            EngineKind::InMemory | EngineKind::Auto | EngineKind::Cache | EngineKind::Stream | EngineKind::Shards
-        );
-        if program.direction() == crate::program::EdgeDirection::In && !supports_in_edges {
-            return Err(not_available(self.engine, "programs that send along in-edges (EdgeDirection::In)"));
-        }
-        match self.engine {
+        self.run_on(ProgramShape::vertex(program), |engine| self.vertex_program_on(engine, program))
+    }
+
+    fn vertex_program_on<P: VertexProgram>(&self, engine: EngineKind, program: &P) -> Result<Vec<P::Value>> {
+        match engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_vertex_program(self, program),
             EngineKind::Stream => stream::run_vertex_program(self, program),
             EngineKind::Cache => cache::run_vertex_program(self, program),
             EngineKind::Shards => shards::run_vertex_program(self, program),
-            EngineKind::Nwsm => Err(not_available(self.engine, "vertex programs")),
-            EngineKind::Pregel => Err(not_available(
-                self.engine,
-                "this algorithm (its values or messages have no Wire encoding to travel between ranks)",
-            )),
+            EngineKind::Nwsm | EngineKind::Pregel => {
+                Err(unsupported(engine, &[ProgramShape::vertex(program)], &self.plan_graph_and_model().0))
+            }
         }
     }
 
@@ -313,17 +472,21 @@ impl Runner {
     pub fn run_vertex_program_visit<P: VertexProgram>(
         &self,
         program: &P,
-        mut visit: impl FnMut(VertexId, &P::Value),
+        visit: impl FnMut(VertexId, &P::Value),
     ) -> Result<()> {
-        match self.engine {
-            EngineKind::Shards => shards::run_vertex_program_visit(self, program, visit),
+        let visit = Mutex::new(visit);
+        self.run_on(ProgramShape::vertex(program), |engine| match engine {
+            EngineKind::Shards => {
+                shards::run_vertex_program_visit(self, program, |v, value| (visit.lock().unwrap())(v, value))
+            }
             _ => {
-                for (v, value) in self.run_vertex_program(program)?.iter().enumerate() {
+                let mut visit = visit.lock().unwrap();
+                for (v, value) in self.vertex_program_on(engine, program)?.iter().enumerate() {
                     visit(v as VertexId, value);
                 }
                 Ok(())
             }
-        }
+        })
     }
 
     /// [`run_vertex_program`](Self::run_vertex_program) for programs whose values and messages
@@ -334,10 +497,10 @@ impl Runner {
         P::Value: Wire,
         P::Msg: Wire,
     {
-        match self.engine {
+        self.run_on(ProgramShape::vertex_wire(program), |engine| match engine {
             EngineKind::Pregel => pregel::run_vertex_program(self, program),
-            _ => self.run_vertex_program(program),
-        }
+            other => self.vertex_program_on(other, program),
+        })
     }
 
     /// [`run_pregel`](Self::run_pregel) for programs whose values and messages can travel between
@@ -347,16 +510,16 @@ impl Runner {
         P::Value: Wire,
         P::Msg: Wire,
     {
-        match self.engine {
+        self.run_on(ProgramShape::pregel(program, true), |engine| match engine {
             EngineKind::Pregel => pregel::run_pregel(self, program),
-            _ => self.run_pregel(program),
-        }
+            other => self.pregel_on(other, program),
+        })
     }
 
     /// This process's rank and the number of ranks of the run (0 and 1 except on the pregel
     /// engine under mpirun or with an in-process transport).
     pub fn rank(&self) -> (usize, usize) {
-        match (&self.transport, self.engine) {
+        match (&self.transport, self.engine()) {
             (Some(t), EngineKind::Pregel) => (t.rank(), t.ranks()),
             _ => (0, 1),
         }
@@ -364,29 +527,30 @@ impl Runner {
 
     /// Runs a Pregel program to completion and returns the final values in dense-id order.
     pub fn run_pregel<P: PregelProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
-        match self.engine {
+        self.run_on(ProgramShape::pregel(program, false), |engine| self.pregel_on(engine, program))
+    }
+
+    fn pregel_on<P: PregelProgram>(&self, engine: EngineKind, program: &P) -> Result<Vec<P::Value>> {
+        match engine {
             EngineKind::InMemory | EngineKind::Auto => inmem::run_pregel(self, program),
-            other => Err(not_available(other, "Pregel programs")),
+            other => Err(unsupported(other, &[ProgramShape::pregel(program, false)], &self.plan_graph_and_model().0)),
         }
     }
 
-    /// Runs a k-walk neighborhood query (TurboGraph++, [`nwsm::NeighborhoodQuery`]): with nested
+    /// Runs a k-walk neighborhood query (TurboGraph++, [`NeighborhoodQuery`]): with nested
     /// windowed streaming on nwsm, on the whole graph in memory on inmem.
-    pub fn run_neighborhood_query<Q: nwsm::NeighborhoodQuery>(
+    ///
+    /// [`NeighborhoodQuery`]: crate::program::NeighborhoodQuery
+    pub fn run_neighborhood_query<Q: crate::program::NeighborhoodQuery>(
         &self,
         query: &Q,
     ) -> Result<nwsm::QueryResult<Q::Output>> {
-        match self.engine {
+        let shape = ProgramShape::query(query.levels(), std::mem::size_of::<Q::Output>() as u64);
+        self.run_on(shape, |engine| match engine {
             EngineKind::Nwsm => nwsm::run_query(self, query),
             EngineKind::InMemory | EngineKind::Auto => inmem::run_neighborhood_query(self, query),
-            other => Err(not_available(other, "neighborhood queries")),
-        }
-    }
-
-    /// True when the engine runs neighborhood queries rather than Pregel programs, so that
-    /// algorithms with both forms (lcc) choose the query.
-    pub fn prefers_neighborhood_queries(&self) -> bool {
-        self.engine == EngineKind::Nwsm
+            other => Err(unsupported(other, &[shape], &self.plan_graph_and_model().0)),
+        })
     }
 
     /// The cache engine's state (see [`cache`]).
@@ -431,24 +595,60 @@ impl Runner {
     }
 }
 
-fn not_available(engine: EngineKind, what: &str) -> Error {
-    Error::Unsupported(format!("the {} engine does not run {what}; use --engine inmem", engine.name()))
+/// The engine and form chosen for one program run, and (under `auto`) the next engines in
+/// the planner's ranking.
+struct Choice {
+    engine: EngineKind,
+    form_index: usize,
+    fallbacks: Vec<(EngineKind, usize)>,
 }
 
-/// Resolves `auto` and explains the choice.
-fn choose_engine(store: &Store, options: &RunOptions) -> (EngineKind, String) {
-    match options.engine {
-        EngineKind::Auto => {
-            let needed = inmem::estimated_memory_bytes(store);
-            (
-                EngineKind::InMemory,
-                format!(
-                    "auto: the in-memory engine needs about {} and the budget is {}",
-                    crate::runtime::format_size(needed),
-                    options.memory
-                ),
-            )
+/// The engine that runs this Runner's programs, once chosen.
+struct Chosen {
+    engine: EngineKind,
+    reason: String,
+    explanation: Explanation,
+}
+
+/// The first of `shapes` that `engine` runs at all.
+fn first_supported(engine: EngineKind, shapes: &[ProgramShape], graph: &PlanGraph) -> Option<usize> {
+    let engine = planner::engine(engine)?;
+    shapes.iter().position(|shape| engine.refuses(shape, graph).is_none())
+}
+
+/// The refusal of an engine that runs none of an algorithm's forms: why, and which engines do.
+fn unsupported(engine: EngineKind, shapes: &[ProgramShape], graph: &PlanGraph) -> Error {
+    let mut reasons: Vec<String> = Vec::new();
+    if let Some(e) = planner::engine(engine) {
+        for why in shapes.iter().filter_map(|shape| e.refuses(shape, graph)) {
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
         }
-        chosen => (chosen, String::new()),
     }
+    let why = if reasons.is_empty() { "does not run this program".to_string() } else { reasons.join(", and it ") };
+    let others: Vec<&str> = planner::engines()
+        .into_iter()
+        .filter(|e| shapes.iter().any(|shape| e.refuses(shape, graph).is_none()))
+        .map(|e| e.kind().name())
+        .collect();
+    Error::Unsupported(format!(
+        "the {} engine does not run this algorithm: it {why}; engines that run it: {} (or auto)",
+        engine.name(),
+        others.join(", ")
+    ))
+}
+
+/// `auto` found no engine that runs the program within the budget: each engine's reason.
+fn nothing_fits(explanation: &Explanation, budget: u64) -> Error {
+    let reasons: Vec<String> = explanation
+        .rows
+        .iter()
+        .filter_map(|r| r.plan.refusal.as_ref().map(|why| format!("{}: {why}", r.plan.engine)))
+        .collect();
+    Error::MemoryBudget(format!(
+        "no engine runs this within {}; raise --memory. {}",
+        crate::runtime::format_size(budget),
+        reasons.join("; ")
+    ))
 }

@@ -39,6 +39,7 @@
 //! cover more than one page), evictions, and the selection's and loading's cost.
 
 pub mod page_cache;
+pub mod plan;
 pub mod requests;
 pub mod selection;
 pub mod static_cache;
@@ -105,9 +106,9 @@ const PIPELINE_DEPTH: usize = 2;
 /// Upper bound on the pages of one batch, so that computation starts early.
 const MAX_BATCH_PAGES: usize = 1024;
 /// The fewest page frames the engine runs with (two batches of at least 4 pages).
-const MIN_FRAMES: u64 = 8;
+pub(crate) const MIN_FRAMES: u64 = 8;
 /// Bookkeeping not sized per vertex or per page (batches, request lists, thread stacks' use).
-const FIXED_OVERHEAD_BYTES: u64 = 4 << 20;
+pub(crate) const FIXED_OVERHEAD_BYTES: u64 = 4 << 20;
 
 /// A bit per vertex.
 #[derive(Debug, Clone)]

@@ -65,6 +65,7 @@
 pub mod gather;
 pub mod pages;
 pub mod partition;
+pub mod plan;
 pub mod query;
 pub mod window;
 

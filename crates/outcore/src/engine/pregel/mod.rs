@@ -46,6 +46,7 @@
 
 mod checkpoint;
 pub mod partition;
+pub mod plan;
 mod rank;
 mod recode;
 mod streams;
@@ -67,8 +68,9 @@ pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;
 /// ([`Runner::with_transport`]); without one this process runs alone, as one rank.
 #[derive(Debug, Clone)]
 pub struct PregelOptions {
-    /// Largest outgoing message file (`--message-file-size`).
-    pub message_file_size: u64,
+    /// Largest outgoing message file (`--message-file-size`); `None`: the default, lowered to
+    /// fit the budget ([`message_file_size`]).
+    pub message_file_size: Option<u64>,
     /// Run on the recoded partition (`parts-W-recoded`, `--recode`).
     pub recoded: bool,
     /// Checkpoint every N supersteps (`--checkpoint-every N`).
@@ -79,20 +81,52 @@ pub struct PregelOptions {
 
 impl Default for PregelOptions {
     fn default() -> Self {
-        PregelOptions {
-            message_file_size: DEFAULT_MESSAGE_FILE_SIZE,
-            recoded: false,
-            checkpoint_every: None,
-            resume: false,
-        }
+        PregelOptions { message_file_size: None, recoded: false, checkpoint_every: None, resume: false }
     }
 }
 
 fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result<T>) -> Result<T> {
+    let run = |t: &dyn Transport| ensure_partition(runner, t).and_then(|()| run(t));
     match runner.transport() {
         Some(t) => run(t.as_ref()),
         None => run(&InProcessTransport::single()),
     }
+}
+
+/// Builds the partition this run needs when the store has none (or a stale one), as every
+/// engine builds its derived layout on first use: a job of all the run's ranks, with one line
+/// saying so. Rank 0 decides for all, so every rank takes part in the job or none does.
+fn ensure_partition(runner: &Runner, t: &dyn Transport) -> Result<()> {
+    let store = runner.store();
+    let recoded = runner.options().pregel.recoded;
+    let missing = partition::open(store, t.ranks(), recoded).is_err();
+    if t.broadcast(0, vec![missing as u8])?.first() != Some(&1) {
+        return Ok(());
+    }
+    let name = partition::partition_dir(store, t.ranks(), recoded);
+    if t.rank() == 0 {
+        runner.progress().note(&format!(
+            "pregel: building the partition {} first (once; `outcore partition` builds it ahead)",
+            name.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
+        ));
+    }
+    let job = partition::PartitionJob {
+        store,
+        recoded,
+        memory: runner.options().memory,
+        sort_buffer_bytes: None,
+        progress: runner.progress(),
+        cancel: runner.cancel_token(),
+    };
+    partition::partition_rank(&job, t).map(|_| ())
+}
+
+/// The message file size B a rank uses: the option when given, else the default lowered (to
+/// 64 KiB at least) so that the W + 5 message buffers of a rank take at most half of `budget` —
+/// a small budget still runs, with more, smaller message files.
+pub fn message_file_size(options: &PregelOptions, budget: u64, ranks: usize) -> u64 {
+    let fitting = budget / 2 / (ranks as u64 + 5);
+    options.message_file_size.unwrap_or_else(|| DEFAULT_MESSAGE_FILE_SIZE.min(fitting.max(64 << 10)))
 }
 
 fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'a> {
@@ -100,7 +134,7 @@ fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'
     RankSettings {
         transport,
         recoded: options.recoded,
-        message_file_size: options.message_file_size,
+        message_file_size: message_file_size(options, runner.options().memory.bytes(), transport.ranks()),
         checkpoint_every: options.checkpoint_every,
         resume: options.resume,
     }

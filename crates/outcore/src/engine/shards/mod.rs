@@ -70,6 +70,7 @@ pub mod delay;
 pub mod direct;
 pub mod edges;
 pub mod layout;
+pub mod plan;
 pub mod policy;
 
 use std::path::PathBuf;
@@ -122,7 +123,7 @@ impl Default for ShardsOptions {
 /// Share of the budget for one interval's edges and vertices (a shadow iteration may hold
 /// as much again while it overlays dynamic shards); the rest is for the writers of dynamic
 /// shards, the delay buffer and the runtime.
-const INTERVAL_SHARE: f64 = 0.3;
+pub(crate) const INTERVAL_SHARE: f64 = 0.3;
 
 /// The policy a program runs with, or why it cannot have the one asked for.
 fn resolve_policy<P: VertexProgram>(options: &ShardsOptions, program: &P) -> Result<(DynamicPolicy, &'static str)> {
@@ -220,7 +221,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
 }
 
 /// Most intervals `--memory` may ask for (each step reads P·(P−1) windows).
-const MAX_AUTO_SHARDS: usize = 1024;
+pub(crate) const MAX_AUTO_SHARDS: usize = 1024;
 
 /// The vertex with most in- plus out-edges and that number, from the offsets (streamed).
 fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {

@@ -54,6 +54,11 @@ pub struct Calibration {
     pub direct_io: bool,
     /// Seconds since the Unix epoch.
     pub measured_at: u64,
+    /// Seconds per edge of a PageRank-like scatter in memory (random read-modify-write of an
+    /// 8-byte value per edge, on all threads): the compute rate the planner prices edge visits
+    /// with ([`crate::engine::planner::CostModel`]). Absent in files written before it existed.
+    #[serde(default)]
+    pub edge_seconds: Option<f64>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -185,7 +190,42 @@ fn measure_with(dir: &Path, path: &Path, file_bytes: u64, chunk: usize, max_rand
         random_reads: reads,
         direct_io,
         measured_at,
+        edge_seconds: Some(measure_edge_seconds()),
     })
+}
+
+/// Times a PageRank-like scatter over a synthetic graph in memory: 2^21 vertices, 2^23 edges
+/// with random targets, every thread adding into its own array of values; the best of 3.
+pub fn measure_edge_seconds() -> f64 {
+    use rayon::prelude::*;
+    const VERTICES: usize = 1 << 21;
+    const EDGES: usize = 1 << 23;
+    let mut state = 7u64;
+    let targets: Vec<u32> = (0..EDGES)
+        .map(|_| {
+            state = splitmix64(state);
+            (state % VERTICES as u64) as u32
+        })
+        .collect();
+    let values: Vec<f64> = (0..VERTICES).map(|v| v as f64).collect();
+    let threads = rayon::current_num_threads().max(1);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let sums: Vec<f64> = targets
+            .par_chunks(EDGES.div_ceil(threads))
+            .map(|chunk| {
+                let mut acc = vec![0.0f64; VERTICES];
+                for (i, &t) in chunk.iter().enumerate() {
+                    acc[t as usize] += values[i % VERTICES];
+                }
+                acc.iter().sum::<f64>()
+            })
+            .collect();
+        std::hint::black_box(sums);
+        best = best.min(started.elapsed().as_secs_f64() / EDGES as f64);
+    }
+    best
 }
 
 /// SplitMix64: a tiny, good-enough generator for test data and sampling.
@@ -219,11 +259,12 @@ impl std::fmt::Display for Calibration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "sequential {:.0} MiB/s, random 4 KiB read {:.1} µs{}, gap threshold l = {}",
+            "sequential {:.0} MiB/s, random 4 KiB read {:.1} µs{}, gap threshold l = {}{}",
             self.sequential_bytes_per_second / (1 << 20) as f64,
             self.random_read_latency_seconds * 1e6,
             if self.direct_io { "" } else { " (no O_DIRECT on this file system)" },
-            crate::runtime::format_size(self.gap_threshold_bytes)
+            crate::runtime::format_size(self.gap_threshold_bytes),
+            self.edge_seconds.map(|s| format!(", compute {:.2} ns per edge", s * 1e9)).unwrap_or_default()
         )
     }
 }

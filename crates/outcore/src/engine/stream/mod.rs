@@ -40,6 +40,7 @@
 
 pub mod bitmap;
 pub mod calibrate;
+pub mod plan;
 pub mod reader;
 pub mod schedule;
 

@@ -1,0 +1,172 @@
+//! `outcore bench auto`: how good the planner's choices are. For every budget and algorithm it
+//! runs `auto` and every engine that runs the algorithm (`outcore algorithms`), each as a child
+//! `outcore run` with the page cache of the store evicted first, and prints the engine `auto`
+//! chose, its time, the fastest engine measured and its time, and their ratio; then the worst
+//! and median ratio over all cases (issue 14's acceptance: worst ≤ 1.5, median ≤ 1.1).
+//!
+//! Engines run before `auto` in each case, so layouts they build on first use (shards-P,
+//! parts-W, bbp-p-q) exist when `auto` plans, as on a store used before; their first runs
+//! include the build. A run that exceeds `--timeout` is stopped and counts as slower than it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use outcore::algo::support::support_matrix;
+use outcore::store::Store;
+
+use super::bench_stream::{busiest_vertex, evict};
+
+#[derive(Args)]
+pub struct AutoBenchArgs {
+    /// The store.
+    #[arg(long)]
+    store: PathBuf,
+    /// Budgets, comma separated.
+    #[arg(long, default_value = "64MiB,384MiB,4GiB")]
+    budgets: String,
+    /// Algorithms, comma separated (default: every algorithm but kmeans, which needs points).
+    #[arg(long)]
+    algorithms: Option<String>,
+    /// Most seconds one run may take.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// PageRank and CDLP iterations.
+    #[arg(long, default_value_t = 10)]
+    iterations: usize,
+    /// Write every measurement as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// One child run: its engine (as asked and as run), wall seconds, whether it finished.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Measured {
+    asked: String,
+    engine: String,
+    seconds: f64,
+    finished: bool,
+    peak_rss_bytes: u64,
+    bytes_read: u64,
+}
+
+pub fn run(args: AutoBenchArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.store)?;
+    let source = busiest_vertex(&store)?;
+    let matrix = support_matrix()?;
+    let algorithms: Vec<String> = match &args.algorithms {
+        Some(list) => list.split(',').map(str::to_string).collect(),
+        None => matrix.iter().map(|r| r.name.to_string()).filter(|n| n != "kmeans").collect(),
+    };
+    let scratch = std::env::temp_dir().join(format!("outcore-bench-auto-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    println!(
+        "{:<9} {:<9} {:<8} {:>9} {:<8} {:>9} {:>6}  others",
+        "budget", "algorithm", "auto", "seconds", "fastest", "seconds", "ratio"
+    );
+    let (mut ratios, mut all) = (Vec::new(), Vec::new());
+    for budget in args.budgets.split(',') {
+        for algorithm in &algorithms {
+            let Some(row) = matrix.iter().find(|r| r.name == algorithm) else {
+                anyhow::bail!("unknown algorithm {algorithm}");
+            };
+            let mut runs = Vec::new();
+            for (engine, runs_it) in &row.engines {
+                if *runs_it {
+                    runs.push(child(&args, &scratch, algorithm, budget, engine.name(), &source)?);
+                }
+            }
+            let auto = child(&args, &scratch, algorithm, budget, "auto", &source)?;
+            let fastest = runs.iter().filter(|r| r.finished).min_by(|a, b| a.seconds.total_cmp(&b.seconds)).cloned();
+            let others: Vec<String> = runs
+                .iter()
+                .map(|r| format!("{}:{}", r.asked, if r.finished { format!("{:.2}", r.seconds) } else { "-".into() }))
+                .collect();
+            let (fastest_name, fastest_seconds, ratio) = match (&fastest, auto.finished) {
+                (Some(f), true) => (f.asked.clone(), f.seconds, auto.seconds / f.seconds.max(1e-3)),
+                (Some(f), false) => (f.asked.clone(), f.seconds, f64::INFINITY),
+                (None, _) => ("none".into(), f64::NAN, f64::NAN),
+            };
+            if ratio.is_finite() || ratio.is_infinite() {
+                ratios.push(ratio);
+            }
+            println!(
+                "{:<9} {:<9} {:<8} {:>9} {:<8} {:>9.2} {:>6.2}  {}",
+                budget,
+                algorithm,
+                auto.engine,
+                if auto.finished { format!("{:.2}", auto.seconds) } else { "failed".into() },
+                fastest_name,
+                fastest_seconds,
+                ratio,
+                others.join(" ")
+            );
+            all.push(serde_json::json!({"budget": budget, "algorithm": algorithm, "auto": auto, "engines": runs}));
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    if let (Some(worst), false) = (ratios.last(), ratios.is_empty()) {
+        println!("\n{} cases: auto / fastest worst {:.2}, median {:.2}", ratios.len(), worst, ratios[ratios.len() / 2]);
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&all)?)?;
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+/// Runs `outcore run` once, cold, and reads back its figures.
+fn child(
+    args: &AutoBenchArgs,
+    scratch: &Path,
+    algorithm: &str,
+    budget: &str,
+    engine: &str,
+    source: &str,
+) -> anyhow::Result<Measured> {
+    evict(&args.store);
+    let stats = scratch.join(format!("{algorithm}-{engine}-{budget}.json"));
+    let _ = std::fs::remove_file(&stats);
+    let mut command = Command::new(std::env::current_exe()?);
+    command
+        .args(["run", algorithm, "--store"])
+        .arg(&args.store)
+        .args(["--memory", budget, "--engine", engine, "-q", "-o", "/dev/null", "--stats-json"])
+        .arg(&stats);
+    let iterations = args.iterations.to_string();
+    let extra: &[&str] = match algorithm {
+        "bfs" | "sssp" => &["--source", source],
+        "bc" | "msbfs" | "mssp" | "heat" | "bp" => &["--num-sources", "4", "--seed", "1"],
+        "pr" | "cdlp" => &["--iterations", &iterations],
+        _ => &[],
+    };
+    command.args(extra);
+    let started = Instant::now();
+    let mut child = command.stderr(std::process::Stdio::null()).spawn()?;
+    let deadline = Duration::from_secs(args.timeout);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let finished = status.is_some_and(|s| s.success());
+    let figures: serde_json::Value =
+        if finished { serde_json::from_slice(&std::fs::read(&stats)?)? } else { serde_json::Value::Null };
+    let number = |k: &str| figures[k].as_u64().unwrap_or(0);
+    Ok(Measured {
+        asked: engine.to_string(),
+        engine: figures["engine"].as_str().unwrap_or(if finished { engine } else { "-" }).to_string(),
+        seconds,
+        finished,
+        peak_rss_bytes: number("peak_rss_bytes"),
+        bytes_read: number("bytes_read"),
+    })
+}

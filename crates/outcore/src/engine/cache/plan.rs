@@ -1,0 +1,79 @@
+//! The cache engine's answer to the planner ([`crate::engine::planner::Engine`]): vertex
+//! programs, vertex state in memory, adjacency lists read page by page through the engine's
+//! page cache and the BASC static cache.
+//!
+//! Its cost is dominated by page requests: on RMAT-22 (main at 893c803) one BFS read 4.5 GB
+//! for a 268 MB adjacency (about 16 times, every list visit a page request) — the factor
+//! [`READ_AMPLIFICATION`] below, until issue 16 brings it down.
+
+use super::{CacheOptions, MIN_FRAMES};
+use crate::engine::cache::page_cache::PageCache;
+use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
+use crate::engine::EngineKind;
+
+/// The semi-external vertex-centric engine (see [`super`]).
+pub struct CacheEngine;
+
+/// Bytes read per byte of adjacency visited, measured (see the module doc).
+pub const READ_AMPLIFICATION: f64 = 16.0;
+
+/// The engine reserves a fixed state per vertex; a program that keeps more never runs on it.
+fn state_refusal(shape: &ProgramShape, options: &CacheOptions) -> Option<String> {
+    let per_vertex = shape.value_bytes + shape.msg_bytes + 1;
+    (per_vertex > options.state_bytes_per_vertex).then(|| {
+        format!(
+            "does not run programs that keep {per_vertex} bytes per vertex (it reserves {})",
+            options.state_bytes_per_vertex
+        )
+    })
+}
+
+impl Engine for CacheEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Cache
+    }
+
+    fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
+        shape.form.refused_by(ProgramForm::Vertex).or_else(|| state_refusal(shape, &CacheOptions::default()))
+    }
+
+    fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        let graph = ctx.graph;
+        let work = Workload::of(shape, graph);
+        let options: &CacheOptions = &ctx.options.cache;
+        if let Some(why) = state_refusal(shape, options) {
+            return Plan::refused(self.kind(), &work, why);
+        }
+        let adjacency = graph.csr_out_bytes + graph.csr_in_bytes;
+        let pages = adjacency.div_ceil(options.page_size.max(1));
+        let frame = options.page_size + PageCache::metadata_bytes_per_frame(options.page_size);
+        let state = graph.vertices * options.state_bytes_per_vertex;
+        let offsets = (graph.vertices + 1) * 8 * if graph.directed { 2 } else { 1 };
+        let table = PageCache::page_table_bytes(pages);
+        let fixed = state + offsets + table + super::FIXED_OVERHEAD_BYTES;
+        let minimum = fixed + MIN_FRAMES * frame;
+        if ctx.budget < minimum {
+            return Plan::refused(
+                self.kind(),
+                &work,
+                format!(
+                    "needs at least {} (vertex state, offsets, page table, 8 pages)",
+                    crate::runtime::format_size(minimum)
+                ),
+            );
+        }
+        let mut plan = Plan::new(self.kind(), &work)
+            .with_part("vertex state", state)
+            .with_part("offsets", offsets)
+            .with_part("page table", table)
+            .with_part("caches", ctx.budget - fixed);
+        let bytes_per_visit =
+            graph.adjacency_bytes(shape) as f64 / (graph.arcs.max(1) as f64 * shape.layouts(graph.directed) as f64);
+        plan.bytes_read = (work.edge_visits * bytes_per_visit * READ_AMPLIFICATION) as u64;
+        let requests = plan.bytes_read as f64 / options.page_size.max(1) as f64;
+        plan.seconds = ctx.model.transfer(plan.bytes_read)
+            + requests * ctx.model.random_read_seconds
+            + ctx.model.compute(work.edge_visits, ctx.model.rates.cache);
+        plan
+    }
+}

@@ -1,0 +1,45 @@
+//! The in-memory engine's answer to the planner ([`super::planner::Engine`]): it runs every
+//! program form, with both adjacency layouts loaded, as long as they and the vertex state fit
+//! the budget (the same sums `inmem` checks before it loads anything).
+
+use super::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
+use super::EngineKind;
+
+/// The reference engine (see [`super::inmem`]).
+pub struct InMemoryEngine;
+
+/// Bytes of one CSR layout loaded in memory (targets as u64, weights as f64).
+fn loaded_csr_bytes(graph: &PlanGraph) -> u64 {
+    (graph.vertices + 1) * 8 + graph.arcs * 8 + if graph.weighted { graph.arcs * 8 } else { 0 }
+}
+
+impl Engine for InMemoryEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::InMemory
+    }
+
+    fn refuses(&self, _: &ProgramShape, _: &PlanGraph) -> Option<String> {
+        None
+    }
+
+    fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        let graph = ctx.graph;
+        let work = Workload::of(shape, graph);
+        // Per-vertex and per-arc state as inmem's run_vertex_program, run_pregel and
+        // run_neighborhood_query charge it.
+        let (layouts, per_vertex, per_arc) = match shape.form {
+            ProgramForm::Vertex => (shape.layouts(graph.directed), shape.value_bytes + shape.msg_bytes + 2, 0),
+            ProgramForm::Pregel => (shape.layouts(graph.directed), shape.value_bytes + 2 * 24 + 1, shape.msg_bytes),
+            ProgramForm::Neighborhood => (if graph.directed { 2 } else { 1 }, shape.value_bytes + 32, 4),
+        };
+        let read = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.adjacency_bytes(shape) };
+        let mut plan = Plan::new(self.kind(), &work)
+            .with_part("adjacency", layouts * loaded_csr_bytes(graph))
+            .with_part("vertex state", graph.vertices * per_vertex)
+            .with_part("messages", graph.arcs * per_arc)
+            .check_budget(ctx.budget);
+        plan.bytes_read = read;
+        plan.seconds = ctx.model.transfer(read) + ctx.model.compute(work.edge_visits, ctx.model.rates.inmem);
+        plan
+    }
+}

@@ -1,0 +1,632 @@
+//! The planner behind `--engine auto`: one interface every engine answers before it runs, and
+//! the choice of the fastest engine expected within the memory budget.
+//!
+//! Every engine implements [`Engine`]: which program forms it runs ([`Engine::refuses`]) and
+//! a [`Plan`] for a program of a given [`ProgramShape`] on a store within a budget — the memory
+//! it will use, split by part, the bytes it expects to read and write, the iterations where
+//! they are known, the layouts it would build first, and the seconds all this should take
+//! under the [`CostModel`]. The Runner asks every engine (for `auto`), ranks the plans that fit
+//! by expected seconds, and runs the first; `--explain` prints the whole table.
+//!
+//! The cost model is deliberately simple: a run costs its bytes over the device's sequential
+//! bandwidth, its random reads times the device's latency (both from `outcore calibrate`, or
+//! the figures of PLATFORM.md when the device was never calibrated), layout builds, and its
+//! edge visits times a compute rate per edge — measured on this machine by `outcore calibrate`
+//! for the in-memory engine, scaled for each engine by the ratios measured in the speed issues
+//! (see [`EngineRates`]). The planner only has to rank engines that differ by factors, not to
+//! predict seconds.
+//!
+//! Algorithms with more than one form (pr, wcc, sssp as vertex programs or one-level
+//! neighborhood queries; lcc as a Pregel program or a two-level query) hand all their shapes to
+//! [`Runner::choose_form`](super::Runner::choose_form): the Runner, not the algorithm, decides
+//! which form an engine runs.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::EngineKind;
+use crate::program::{EdgeDirection, MessageKind, PregelProgram, VertexProgram};
+use crate::runtime::format_size;
+use crate::store::Store;
+
+/// The forms a program can take (`program.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProgramForm {
+    /// A push-style [`VertexProgram`].
+    Vertex,
+    /// A [`PregelProgram`] (messages not combinable).
+    Pregel,
+    /// A k-walk neighborhood query (`NeighborhoodQuery`).
+    Neighborhood,
+}
+
+impl ProgramForm {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProgramForm::Vertex => "vertex program",
+            ProgramForm::Pregel => "Pregel program",
+            ProgramForm::Neighborhood => "neighborhood query",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            ProgramForm::Vertex => "vertex programs",
+            ProgramForm::Pregel => "Pregel programs",
+            ProgramForm::Neighborhood => "neighborhood queries",
+        }
+    }
+
+    /// An engine's refusal of `form` when it runs only `only`.
+    pub fn refused_by(self, only: ProgramForm) -> Option<String> {
+        (self != only).then(|| format!("does not run {}, only {}", self.plural(), only.plural()))
+    }
+}
+
+/// What the planner knows about a program: its form and the facts that decide where it can run
+/// and what it costs. Built from a program by [`ProgramShape::vertex`], [`ProgramShape::pregel`]
+/// or [`ProgramShape::query`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProgramShape {
+    pub form: ProgramForm,
+    /// Bytes of a vertex value and of a message.
+    pub value_bytes: u64,
+    pub msg_bytes: u64,
+    /// Along which edges messages travel (vertex programs; `Out` for the others).
+    pub direction: EdgeDirection,
+    /// The program reads in-edges (Pregel `needs_in_edges`, `Both`/`In` vertex programs).
+    pub in_edges: bool,
+    pub uses_weights: bool,
+    /// Values and messages have a `Wire` encoding, so they can travel between ranks (pregel).
+    pub wire: bool,
+    /// Every vertex applies every iteration (PageRank): full passes, no dynamic shards.
+    pub applies_to_all: bool,
+    pub tolerates_delays: bool,
+    pub message_kind: MessageKind,
+    /// Iterations (supersteps) when the program fixes them.
+    pub max_iterations: Option<usize>,
+    /// Levels k of a neighborhood query (0 for the other forms).
+    pub levels: usize,
+}
+
+impl ProgramShape {
+    /// The shape of a vertex program whose values and messages cannot travel between ranks.
+    pub fn vertex<P: VertexProgram>(program: &P) -> ProgramShape {
+        ProgramShape {
+            form: ProgramForm::Vertex,
+            value_bytes: std::mem::size_of::<P::Value>() as u64,
+            msg_bytes: std::mem::size_of::<P::Msg>() as u64,
+            direction: program.direction(),
+            in_edges: program.direction() != EdgeDirection::Out,
+            uses_weights: program.uses_weights(),
+            wire: false,
+            applies_to_all: program.applies_to_all(),
+            tolerates_delays: program.tolerates_delays(),
+            message_kind: program.message_kind(),
+            max_iterations: program.max_iterations(),
+            levels: 0,
+        }
+    }
+
+    /// The same, for programs whose values and messages are `Wire` (they also run on pregel).
+    pub fn vertex_wire<P: VertexProgram>(program: &P) -> ProgramShape {
+        ProgramShape { wire: true, ..ProgramShape::vertex(program) }
+    }
+
+    /// The shape of a Pregel program (`wire`: its values and messages are `Wire`).
+    pub fn pregel<P: PregelProgram>(program: &P, wire: bool) -> ProgramShape {
+        ProgramShape {
+            form: ProgramForm::Pregel,
+            value_bytes: std::mem::size_of::<P::Value>() as u64,
+            msg_bytes: std::mem::size_of::<P::Msg>() as u64,
+            direction: EdgeDirection::Out,
+            in_edges: program.needs_in_edges(),
+            uses_weights: program.uses_weights(),
+            wire,
+            applies_to_all: true,
+            tolerates_delays: false,
+            message_kind: MessageKind::Value,
+            max_iterations: program.max_supersteps(),
+            levels: 0,
+        }
+    }
+
+    /// The shape of one k-level neighborhood query with `output_bytes` of output per vertex.
+    pub fn query(levels: usize, output_bytes: u64) -> ProgramShape {
+        ProgramShape::query_rounds(levels, output_bytes, Some(1))
+    }
+
+    /// The shape of an algorithm run as `rounds` queries (`None`: until stable, count unknown),
+    /// such as PageRank's one-level rounds.
+    pub fn query_rounds(levels: usize, output_bytes: u64, rounds: Option<usize>) -> ProgramShape {
+        ProgramShape {
+            form: ProgramForm::Neighborhood,
+            value_bytes: output_bytes,
+            msg_bytes: 8,
+            direction: EdgeDirection::Both,
+            in_edges: true,
+            uses_weights: false,
+            wire: true,
+            applies_to_all: true,
+            tolerates_delays: false,
+            message_kind: MessageKind::Delta,
+            max_iterations: rounds,
+            levels,
+        }
+    }
+
+    /// How many adjacency layouts the program reads: csr-out, plus csr-in when it reads
+    /// in-edges of a directed store (an undirected store's csr-out already holds both).
+    pub fn layouts(&self, directed: bool) -> u64 {
+        if self.in_edges && directed && self.direction != EdgeDirection::In {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// The work a program is expected to do, whatever the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Workload {
+    /// Iterations (supersteps, query rounds).
+    pub iterations: f64,
+    /// True when the program fixes the iteration count; else `iterations` is an estimate.
+    pub iterations_known: bool,
+    /// Arcs scattered over the whole run (each direction counted).
+    pub edge_visits: f64,
+}
+
+/// Iterations assumed for programs that run until no vertex is active, when nothing else is
+/// known: R-MAT and social graphs have small diameters (BFS and WCC on RMAT-22 take 7–10).
+pub const ASSUMED_ITERATIONS: f64 = 10.0;
+
+impl Workload {
+    pub fn of(shape: &ProgramShape, graph: &PlanGraph) -> Workload {
+        let arcs = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
+        let known = shape.max_iterations.map(|i| i as f64);
+        match shape.form {
+            ProgramForm::Neighborhood => {
+                // One pass over full lists per level; a level-2 query intersects lists, which
+                // costs about the average degree per arc.
+                let degree = if graph.vertices > 0 { graph.arcs as f64 / graph.vertices as f64 } else { 0.0 };
+                let per_round = if shape.levels >= 2 { arcs * (1.0 + degree) } else { arcs };
+                let rounds = known.unwrap_or(ASSUMED_ITERATIONS);
+                Workload { iterations: rounds, iterations_known: known.is_some(), edge_visits: per_round * rounds }
+            }
+            _ if shape.applies_to_all => {
+                let iterations = known.unwrap_or(ASSUMED_ITERATIONS * 2.0);
+                Workload { iterations, iterations_known: known.is_some(), edge_visits: arcs * iterations }
+            }
+            _ => {
+                let iterations = known.unwrap_or(ASSUMED_ITERATIONS).min(ASSUMED_ITERATIONS * 4.0);
+                // A selective program (min/max) scatters along an arc a few times at most; an
+                // accumulative one keeps most vertices active for many iterations.
+                let per_arc = match shape.message_kind {
+                    MessageKind::Value => 2.0,
+                    MessageKind::Delta => iterations / 2.0,
+                };
+                Workload { iterations, iterations_known: known.is_some(), edge_visits: arcs * per_arc }
+            }
+        }
+    }
+}
+
+/// Facts about the store the plans are made for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanGraph {
+    pub vertices: u64,
+    pub arcs: u64,
+    pub directed: bool,
+    pub weighted: bool,
+    /// On-disk bytes of csr-out (offsets, targets, weights).
+    pub csr_out_bytes: u64,
+    /// On-disk bytes of csr-in (0 when absent).
+    pub csr_in_bytes: u64,
+    /// Names of the derived layouts already built (`shards-16`, `parts-1`, `bbp-1-4`...).
+    pub layouts: Vec<String>,
+    /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
+    /// vertex's edges in an interval).
+    pub max_degree: u64,
+}
+
+impl PlanGraph {
+    pub fn of(store: &Store) -> PlanGraph {
+        let manifest = store.manifest();
+        let mut layouts: Vec<String> = manifest.layouts.keys().cloned().collect();
+        // Partitions of the pregel engine are directories with their own description file.
+        if let Ok(entries) = std::fs::read_dir(store.dir()) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                if name.starts_with("parts-") && entry.path().join("partition.json").exists() {
+                    layouts.push(name);
+                }
+            }
+        }
+        PlanGraph {
+            vertices: store.num_vertices(),
+            arcs: store.num_arcs(),
+            directed: store.is_directed(),
+            weighted: store.is_weighted(),
+            csr_out_bytes: manifest.layout_bytes("csr-out"),
+            csr_in_bytes: manifest.layout_bytes("csr-in"),
+            layouts,
+            max_degree: max_degree(store).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Bytes of the adjacency layouts a program of `shape` reads.
+    pub fn adjacency_bytes(&self, shape: &ProgramShape) -> u64 {
+        match (shape.layouts(self.directed), shape.direction) {
+            (2, _) => self.csr_out_bytes + self.csr_in_bytes,
+            (_, EdgeDirection::In) if self.directed => self.csr_in_bytes,
+            _ => self.csr_out_bytes,
+        }
+    }
+
+    /// True when a derived layout whose name starts with `prefix` is built.
+    pub fn has_layout(&self, prefix: &str) -> bool {
+        self.layouts.iter().any(|l| l.starts_with(prefix))
+    }
+}
+
+/// The most in- plus out-arcs of one vertex, from the offsets (streamed in chunks). Read
+/// through counters of its own: planning is not part of the run's figures.
+fn max_degree(store: &Store) -> crate::Result<u64> {
+    use crate::store::Direction;
+    let store = store.with_counters(crate::runtime::IoCounters::new());
+    let n = store.num_vertices();
+    let layouts = if store.is_directed() {
+        vec![store.csr(Direction::Out)?, store.csr(Direction::In)?]
+    } else {
+        vec![store.csr(Direction::Out)?]
+    };
+    let chunk = 1u64 << 16;
+    let (mut best, mut first) = (0, 0);
+    let mut offsets = vec![vec![0u64; chunk as usize + 1]; layouts.len()];
+    while first < n {
+        let count = chunk.min(n - first) as usize;
+        for (layout, buf) in layouts.iter().zip(offsets.iter_mut()) {
+            layout.read_offsets(first, &mut buf[..count + 1])?;
+        }
+        for v in 0..count {
+            let degree: u64 = offsets.iter().map(|o| o[v + 1] - o[v]).sum();
+            best = best.max(degree);
+        }
+        first += count as u64;
+    }
+    Ok(best)
+}
+
+/// Seconds per edge visit of each engine's compute, relative to the in-memory engine's rate.
+/// Measured on RMAT-22 with 2 threads (issues 15 and 16, main at 893c803): PageRank×20 on inmem
+/// 5.96 s, stream 6.3 s of compute; pregel PageRank×10 at W = 1 26.9 s; shards PageRank×20
+/// compute beside its I/O; cache and nwsm per visit of a list read through their page caches.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EngineRates {
+    pub inmem: f64,
+    pub stream: f64,
+    pub cache: f64,
+    pub shards: f64,
+    pub pregel: f64,
+    pub nwsm: f64,
+}
+
+impl Default for EngineRates {
+    fn default() -> Self {
+        EngineRates { inmem: 1.0, stream: 1.1, cache: 2.0, shards: 3.0, pregel: 9.0, nwsm: 2.0 }
+    }
+}
+
+/// The figures the plans are priced with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CostModel {
+    pub sequential_bytes_per_second: f64,
+    pub random_read_seconds: f64,
+    /// Seconds the in-memory engine spends per edge visit (both cores).
+    pub edge_seconds: f64,
+    pub rates: EngineRates,
+    /// Where the device figures came from ("calibrated" or "defaults").
+    #[serde(skip)]
+    pub source: &'static str,
+}
+
+impl Default for CostModel {
+    /// PLATFORM.md's figures for this machine kind (about 2 GB/s sequential with O_DIRECT,
+    /// 23k random 4 KiB reads/s) and 4.6 ns per edge visit (inmem PageRank on RMAT-22).
+    fn default() -> Self {
+        CostModel {
+            sequential_bytes_per_second: 2.0e9,
+            random_read_seconds: 1.0 / 23_000.0,
+            edge_seconds: 4.6e-9,
+            rates: EngineRates::default(),
+            source: "defaults",
+        }
+    }
+}
+
+impl CostModel {
+    /// The figures `outcore calibrate` saved for the device holding `store`, else the defaults.
+    pub fn for_store(store: &Store) -> CostModel {
+        match super::stream::calibrate::lookup(store.dir()) {
+            Some(c) if c.sequential_bytes_per_second > 0.0 && c.random_read_latency_seconds > 0.0 => CostModel {
+                sequential_bytes_per_second: c.sequential_bytes_per_second,
+                random_read_seconds: c.random_read_latency_seconds,
+                edge_seconds: c.edge_seconds.filter(|&s| s > 0.0).unwrap_or(CostModel::default().edge_seconds),
+                source: "calibrated",
+                ..CostModel::default()
+            },
+            _ => CostModel::default(),
+        }
+    }
+
+    /// Seconds to move `bytes` sequentially.
+    pub fn transfer(&self, bytes: u64) -> f64 {
+        bytes as f64 / self.sequential_bytes_per_second
+    }
+
+    /// Seconds of compute for `visits` edge visits at an engine's relative `rate`.
+    pub fn compute(&self, visits: f64, rate: f64) -> f64 {
+        visits * self.edge_seconds * rate
+    }
+
+    /// Seconds to build a derived layout of about `bytes` from the adjacency: read it, sort,
+    /// write it.
+    pub fn build(&self, bytes: u64, arcs: u64) -> f64 {
+        self.transfer(3 * bytes) + self.compute(arcs as f64 * 4.0, 1.0)
+    }
+}
+
+/// Everything an engine needs to make its plan.
+pub struct PlanContext<'a> {
+    pub graph: &'a PlanGraph,
+    pub budget: u64,
+    pub options: &'a super::RunOptions,
+    pub model: &'a CostModel,
+    /// Ranks of the run (1 without a transport).
+    pub ranks: usize,
+}
+
+/// One named part of an engine's memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryPart {
+    pub part: &'static str,
+    pub bytes: u64,
+}
+
+/// What an engine expects to do for one program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub engine: &'static str,
+    /// Why the engine cannot run this program within the budget (None: it can).
+    pub refusal: Option<String>,
+    /// The memory it will use, by part.
+    pub memory: Vec<MemoryPart>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub iterations: f64,
+    pub iterations_known: bool,
+    /// A derived layout it builds first (not yet in the store).
+    pub builds: Option<String>,
+    pub seconds: f64,
+}
+
+impl Plan {
+    /// A plan that starts from the workload; engines fill in the rest.
+    pub fn new(engine: EngineKind, work: &Workload) -> Plan {
+        Plan {
+            engine: engine.name(),
+            refusal: None,
+            memory: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            iterations: work.iterations,
+            iterations_known: work.iterations_known,
+            builds: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// A plan that says the engine cannot run the program.
+    pub fn refused(engine: EngineKind, work: &Workload, why: impl Into<String>) -> Plan {
+        Plan { refusal: Some(why.into()), ..Plan::new(engine, work) }
+    }
+
+    pub fn fits(&self) -> bool {
+        self.refusal.is_none()
+    }
+
+    pub fn memory_total(&self) -> u64 {
+        self.memory.iter().map(|p| p.bytes).sum()
+    }
+
+    pub fn with_part(mut self, part: &'static str, bytes: u64) -> Plan {
+        if bytes > 0 {
+            self.memory.push(MemoryPart { part, bytes });
+        }
+        self
+    }
+
+    /// Refuses when the memory parts add up to more than `budget`.
+    pub fn check_budget(mut self, budget: u64) -> Plan {
+        if self.refusal.is_none() && self.memory_total() > budget {
+            self.refusal = Some(format!(
+                "needs about {} ({}), the budget is {}",
+                format_size(self.memory_total()),
+                self.memory
+                    .iter()
+                    .map(|p| format!("{} {}", p.part, format_size(p.bytes)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                format_size(budget)
+            ));
+        }
+        self
+    }
+}
+
+/// What every engine answers before it runs: whether it runs programs of a shape at all, and
+/// its plan for one within a budget. Running stays in [`Runner`](super::Runner)'s dispatch,
+/// since programs are generic.
+pub trait Engine: Sync {
+    fn kind(&self) -> EngineKind;
+    /// Why this engine never runs programs of this shape (None: it does). Independent of the
+    /// budget: used for refusals that name the engines that do run an algorithm.
+    fn refuses(&self, shape: &ProgramShape, graph: &PlanGraph) -> Option<String>;
+    /// The plan for `shape` within `ctx.budget` (refused when it does not fit).
+    fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan;
+}
+
+/// Every engine, in the order ties are broken (the reference engine first).
+pub fn engines() -> [&'static dyn Engine; 6] {
+    [
+        &super::inmem_plan::InMemoryEngine,
+        &super::stream::plan::StreamEngine,
+        &super::cache::plan::CacheEngine,
+        &super::shards::plan::ShardsEngine,
+        &super::pregel::plan::PregelEngine,
+        &super::nwsm::plan::NwsmEngine,
+    ]
+}
+
+/// The engine object of a kind (`None` for `auto`).
+pub fn engine(kind: EngineKind) -> Option<&'static dyn Engine> {
+    engines().into_iter().find(|e| e.kind() == kind)
+}
+
+/// The plans of every engine for every form of a program, and the one chosen.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub budget: u64,
+    pub cost_source: &'static str,
+    /// One row per engine and form the engine runs at all.
+    pub rows: Vec<ExplainedPlan>,
+    /// Index into `rows` of the chosen plan (None: nothing fits).
+    pub chosen: Option<usize>,
+}
+
+/// A plan with the form it is for.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplainedPlan {
+    pub form: ProgramForm,
+    /// Index of the form among the shapes the algorithm offered.
+    pub form_index: usize,
+    #[serde(flatten)]
+    pub plan: Plan,
+}
+
+impl Explanation {
+    /// Plans every engine that runs any of `shapes`, and picks the fastest that fits.
+    pub fn new(shapes: &[ProgramShape], ctx: &PlanContext) -> Explanation {
+        // An algorithm lists its forms in its order of preference: each engine runs the first
+        // one it supports, and the planner compares engines.
+        let mut rows = Vec::new();
+        for engine in engines() {
+            if let Some((form_index, shape)) =
+                shapes.iter().enumerate().find(|(_, shape)| engine.refuses(shape, ctx.graph).is_none())
+            {
+                rows.push(ExplainedPlan { form: shape.form, form_index, plan: engine.plan(shape, ctx) });
+            }
+        }
+        let chosen = ranked(&rows).first().copied();
+        Explanation { budget: ctx.budget, cost_source: ctx.model.source, rows, chosen }
+    }
+
+    /// Indexes of the rows that fit, fastest first (ties: engine order).
+    pub fn ranking(&self) -> Vec<usize> {
+        ranked(&self.rows)
+    }
+
+    pub fn chosen(&self) -> Option<&ExplainedPlan> {
+        self.chosen.map(|i| &self.rows[i])
+    }
+
+    /// The one line `auto` prints: what it chose and why.
+    pub fn reason(&self) -> String {
+        let Some(best) = self.chosen() else {
+            return format!("auto: no engine runs this within {}", format_size(self.budget));
+        };
+        let runner_up = self.ranking().get(1).map(|&i| &self.rows[i]);
+        let builds = best.plan.builds.as_deref().map(|l| format!(", building {l} first")).unwrap_or_default();
+        let versus = match runner_up {
+            Some(next) => format!(" (next: {} ~{:.1} s)", next.plan.engine, next.plan.seconds),
+            None => String::new(),
+        };
+        let refused: Vec<&str> = self.rows.iter().filter(|r| !r.plan.fits()).map(|r| r.plan.engine).collect::<Vec<_>>();
+        let refused = if refused.is_empty() {
+            String::new()
+        } else {
+            format!("; over the budget: {}", dedup(refused).join(", "))
+        };
+        format!(
+            "auto: {} ({}), expected ~{:.1} s with {} of {} budget{builds}{versus}{refused}; --explain shows every engine",
+            best.plan.engine,
+            best.form.name(),
+            best.plan.seconds,
+            format_size(best.plan.memory_total()),
+            format_size(self.budget),
+        )
+    }
+}
+
+fn dedup(mut names: Vec<&str>) -> Vec<&str> {
+    let mut seen = Vec::new();
+    names.retain(|n| {
+        let new = !seen.contains(n);
+        seen.push(*n);
+        new
+    });
+    names
+}
+
+fn ranked(rows: &[ExplainedPlan]) -> Vec<usize> {
+    let mut fitting: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].plan.fits()).collect();
+    // Stable: equal seconds keep engine order.
+    fitting.sort_by(|&a, &b| rows[a].plan.seconds.total_cmp(&rows[b].plan.seconds));
+    fitting
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "budget {}; device and compute figures: {}", format_size(self.budget), self.cost_source)?;
+        writeln!(
+            f,
+            "{:<3} {:<7} {:<19} {:>10} {:>10} {:>10} {:>6} {:>9}  notes",
+            "", "engine", "form", "memory", "read", "written", "iters", "seconds"
+        )?;
+        let ranking = self.ranking();
+        for (i, row) in self.rows.iter().enumerate() {
+            let p = &row.plan;
+            let mark = match ranking.iter().position(|&r| r == i) {
+                Some(0) => "*".to_string(),
+                Some(k) => format!("{}", k + 1),
+                None => "-".to_string(),
+            };
+            let iters =
+                if p.iterations_known { format!("{:.0}", p.iterations) } else { format!("~{:.0}", p.iterations) };
+            let mut notes = Vec::new();
+            if let Some(l) = &p.builds {
+                notes.push(format!("builds {l}"));
+            }
+            if let Some(why) = &p.refusal {
+                notes.push(format!("does not fit: {why}"));
+            }
+            writeln!(
+                f,
+                "{:<3} {:<7} {:<19} {:>10} {:>10} {:>10} {:>6} {:>9}  {}",
+                mark,
+                p.engine,
+                row.form.name(),
+                format_size(p.memory_total()),
+                format_size(p.bytes_read),
+                format_size(p.bytes_written),
+                iters,
+                if p.fits() { format!("{:.2}", p.seconds) } else { "-".into() },
+                notes.join("; ")
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! The shards engine's answer to the planner ([`crate::engine::planner::Engine`]): vertex
+//! programs with only one interval of vertices in memory (GraphChi's PSW), so it runs when no
+//! semi-external engine fits; every step reads and writes every shard's message records.
+
+use super::edges::EdgeSection;
+use super::{INTERVAL_SHARE, MAX_AUTO_SHARDS};
+use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
+use crate::engine::EngineKind;
+use crate::runtime::format_size;
+
+/// The fully external engine (see [`super`]).
+pub struct ShardsEngine;
+
+/// Bytes read per arc record in a step beyond the record itself: the memory shard and the
+/// sliding windows read blocks twice (RMAT-22 PageRank, main at 893c803: ~4 GB read per step
+/// for 65 M arcs of 24-byte records plus 4-byte targets).
+const READS_PER_RECORD: f64 = 2.2;
+
+impl Engine for ShardsEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Shards
+    }
+
+    fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
+        shape.form.refused_by(ProgramForm::Vertex)
+    }
+
+    fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        let graph = ctx.graph;
+        let work = Workload::of(shape, graph);
+        // The engine's own sums (open_layout): an interval's edges and vertices in a share of
+        // the budget, one vertex's edges at least, and a block index of P·(P+1) pairs.
+        let share = (ctx.budget as f64 * INTERVAL_SHARE) as u64;
+        let record = 2 * shape.msg_bytes + 8;
+        let directions = shape.layouts(graph.directed) as usize;
+        let weights = shape.uses_weights && graph.weighted;
+        let per_edge = EdgeSection::bytes_per_edge(weights, record as usize, directions);
+        let per_vertex = 2 * shape.value_bytes + shape.msg_bytes + 20;
+        let hub = graph.max_degree.saturating_mul(per_edge).saturating_add(per_vertex);
+        if hub > share {
+            return Plan::refused(
+                self.kind(),
+                &work,
+                format!("one vertex's {} edges need {} in an interval", graph.max_degree, format_size(hub)),
+            );
+        }
+        let total = 2 * graph.arcs * per_edge + graph.vertices * per_vertex;
+        let p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
+        // Intervals are balanced by in-edges, not bytes: leave one doubling of room.
+        let room = 2 * p;
+        if room > MAX_AUTO_SHARDS || (room * (room + 1) * 16) as u64 > share {
+            return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p));
+        }
+        let mut plan = Plan::new(self.kind(), &work)
+            .with_part("interval (vertices, memory shard)", share)
+            .with_part("windows and buffers", ctx.budget - share);
+        let arcs = graph.arcs as f64 * directions as f64;
+        let per_step_read = arcs * ((record + 4) as f64 * READS_PER_RECORD);
+        let per_step_written = arcs * record as f64;
+        plan.bytes_read = (per_step_read * work.iterations) as u64;
+        plan.bytes_written = (per_step_written * work.iterations) as u64;
+        let mut build = 0.0;
+        if !graph.has_layout("shards-") {
+            plan.builds = Some(format!("shards-{p}"));
+            build = ctx.model.build(graph.csr_out_bytes + graph.csr_in_bytes, graph.arcs);
+        }
+        plan.seconds = ctx.model.transfer(plan.bytes_read + plan.bytes_written)
+            + ctx.model.compute(work.edge_visits.max(arcs * work.iterations), ctx.model.rates.shards)
+            + build;
+        plan
+    }
+}

@@ -1,0 +1,243 @@
+//! The planner behind `--engine auto` (engine/planner.rs): on stores of several kinds and
+//! budgets from ample to far below what the in-memory engine needs, `auto` runs every
+//! algorithm, equals the in-memory engine, chooses what its own explanation ranks first, and
+//! plans within the budget; engines that do not run an algorithm refuse it naming the engines
+//! that do; the pregel engine builds its partition on first use.
+
+mod cache_support;
+
+use cache_support::assert_same;
+use outcore::algo::support::support_matrix;
+use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
+use outcore::engine::nwsm::NwsmOptions;
+use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
+use outcore::ingest::ImportOptions;
+use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::{build_in_memory, InMemoryGraph, OriginalIds, Store};
+use outcore::Error;
+
+struct TestStore {
+    name: &'static str,
+    _dir: tempfile::TempDir,
+    store: Store,
+}
+
+fn generated<G: EdgeGenerator + 'static>(name: &'static str, generator: G, undirected: bool) -> TestStore {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ImportOptions {
+        undirected: Some(undirected),
+        dedup: true,
+        drop_self_loops: true,
+        memory: MemoryBudget::new(64 << 20),
+        ..ImportOptions::default()
+    };
+    let (store, _) =
+        generate_into_store(generator, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    TestStore { name, _dir: dir, store }
+}
+
+/// RMAT-10 directed and weighted, RMAT-10 undirected unweighted, G(800, 4000) undirected.
+fn stores() -> Vec<TestStore> {
+    let rmat = |weights| Rmat::new(RmatConfig { scale: 10, edge_factor: 8, seed: 5, weights, ..RmatConfig::default() });
+    let er = ErdosRenyiConfig { vertices: 800, edges: 4000, seed: 3, self_loops: false, weights: false };
+    vec![
+        generated("rmat-10 directed weighted", rmat(true).unwrap(), false),
+        generated("rmat-10 undirected", rmat(false).unwrap(), true),
+        generated("er-800 undirected", ErdosRenyi::new(er).unwrap(), true),
+    ]
+}
+
+/// Points for kmeans: 60 points in 2 dimensions, in three clusters.
+fn points_store() -> TestStore {
+    let dir = tempfile::tempdir().unwrap();
+    let edges = (0..60usize)
+        .flat_map(|p| (0..2usize).map(move |d| (p, d, (p % 3 * 10) as f64 + (p * 7 + d) as f64 % 5.0 / 10.0)))
+        .collect();
+    let graph = InMemoryGraph { vertices: OriginalIds::U64((0..60).collect()), edges, directed: true, weighted: true };
+    let store = build_in_memory(&dir.path().join("points"), &graph).unwrap();
+    TestStore { name: "points", _dir: dir, store }
+}
+
+fn params(store: &Store, algorithm: &str) -> AlgorithmParams {
+    let ids = store.ids().unwrap();
+    let id = |d: u64| ids.original(d).unwrap().to_string();
+    let mut p = AlgorithmParams { seed: Some(1), ..AlgorithmParams::default() };
+    match algorithm {
+        "bfs" | "sssp" => p.source = Some(id(0)),
+        "mssp" | "heat" | "bp" => p.sources = vec![id(0), id(1)],
+        "bc" | "msbfs" => p.num_sources = Some(4),
+        "pr" | "cdlp" => p.iterations = Some(5),
+        "pr-delta" => p.tolerance = Some(1e-9),
+        "kmeans" => p.k = Some(3),
+        _ => {}
+    }
+    p
+}
+
+fn run(store: &Store, engine: EngineKind, memory: u64, algorithm: &str) -> (outcore::Result<AlgorithmResult>, Runner) {
+    // Small nwsm pages, so that the budgets of these small graphs leave it room.
+    let nwsm = NwsmOptions { page_size: 4096, ..NwsmOptions::default() };
+    let options = RunOptions { engine, memory: MemoryBudget::new(memory), nwsm, ..RunOptions::default() };
+    let runner = Runner::new(store, options);
+    let result = run_algorithm(&runner, algorithm, &params(store, algorithm));
+    (result, runner)
+}
+
+/// Results agree: exactly, floats within 1e-9 relative, and pr-delta and bp within their
+/// tolerance (engines fold messages in different orders).
+fn assert_equal(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResult, context: &str) {
+    if matches!(algorithm, "pr-delta" | "bp" | "heat") {
+        for ((name, e), (_, g)) in expected.columns.iter().zip(&got.columns) {
+            match (e, g) {
+                (ValueColumn::Float(e), ValueColumn::Float(g)) => {
+                    let l1: f64 = e.iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
+                    assert!(l1 <= 1e-5, "{context}: {name}: L1 distance {l1}");
+                }
+                _ => assert_eq!(e, g, "{context}: {name}"),
+            }
+        }
+        return;
+    }
+    assert_same(expected, got, context);
+}
+
+/// The budget the in-memory engine needs for an algorithm, from its own plan.
+fn inmem_need(store: &Store, algorithm: &str) -> u64 {
+    let (result, runner) = run(store, EngineKind::InMemory, 1 << 30, algorithm);
+    result.unwrap();
+    let explanation = runner.explanation().unwrap();
+    explanation.rows.iter().find(|r| r.plan.engine == "inmem").unwrap().plan.memory_total()
+}
+
+#[test]
+fn auto_runs_every_algorithm_within_every_budget_and_equals_inmem() {
+    let mut stores = stores();
+    stores.push(points_store());
+    let algorithms: Vec<&str> = outcore::algo::ALGORITHMS.iter().map(|&(name, _)| name).collect();
+    let mut chosen = std::collections::BTreeSet::new();
+    for s in &stores {
+        for &algorithm in &algorithms {
+            if (s.name == "points") != (algorithm == "kmeans") {
+                continue;
+            }
+            let (expected, _) = run(&s.store, EngineKind::InMemory, 1 << 30, algorithm);
+            let expected = expected.unwrap_or_else(|e| panic!("{algorithm} on {}: inmem: {e}", s.name));
+            let need = inmem_need(&s.store, algorithm);
+            for budget in [1 << 30, need / 2, need / 8] {
+                let context = format!("{algorithm} on {} with {budget} B", s.name);
+                let (result, runner) = run(&s.store, EngineKind::Auto, budget, algorithm);
+                let explanation = runner.explanation().expect("auto explains its choice");
+                let ranking = explanation.ranking();
+                let result = match result {
+                    Ok(result) => result,
+                    // auto may refuse only with a budget error, and only when no engine can
+                    // run the algorithm within the budget when asked for by name.
+                    Err(Error::MemoryBudget(why)) => {
+                        for engine in EngineKind::NAMES.iter().skip(1).map(|n| EngineKind::parse(n).unwrap()) {
+                            let (alone, _) = run(&s.store, engine, budget, algorithm);
+                            assert!(
+                                matches!(alone, Err(Error::MemoryBudget(_)) | Err(Error::Unsupported(_))),
+                                "{context}: auto refused ({why}) but {} runs it\n{explanation}",
+                                engine.name()
+                            );
+                        }
+                        continue;
+                    }
+                    Err(e) => panic!("{context}: {e}\n{explanation}"),
+                };
+                assert_equal(algorithm, &expected, &result, &context);
+                let first = &explanation.rows[ranking[0]].plan;
+                assert_eq!(
+                    runner.engine().name(),
+                    first.engine,
+                    "{context}: ran what the table ranks first\n{explanation}"
+                );
+                assert!(first.memory_total() <= budget, "{context}: plan within budget\n{explanation}");
+                if budget < need {
+                    assert_ne!(runner.engine(), EngineKind::InMemory, "{context}: inmem does not fit\n{explanation}");
+                }
+                let stats = runner.finish(algorithm);
+                assert_eq!(stats.engine, first.engine, "{context}");
+                assert!(stats.engine_reason.starts_with("auto: "), "{context}: {}", stats.engine_reason);
+                chosen.insert(stats.engine);
+            }
+        }
+    }
+    // The budgets really move auto off the in-memory engine, onto several others.
+    for engine in ["inmem", "stream", "nwsm"] {
+        assert!(chosen.contains(engine), "auto never chose {engine}: {chosen:?}");
+    }
+}
+
+#[test]
+fn engines_refuse_what_they_do_not_run_naming_the_engines_that_do() {
+    // Unweighted and without duplicate arcs: the one-level query forms run on it.
+    let s = &stores()[1];
+    let matrix = support_matrix().unwrap();
+    let mut refusals = 0;
+    for row in &matrix {
+        if row.name == "kmeans" {
+            continue;
+        }
+        let runners: Vec<&str> = row.engines.iter().filter(|(_, runs)| *runs).map(|(e, _)| e.name()).collect();
+        assert!(runners.len() >= 2, "{}: some engine beside inmem runs it: {runners:?}", row.name);
+        for &(engine, runs) in &row.engines {
+            let (result, _) = run(&s.store, engine, 1 << 30, row.name);
+            match (runs, result) {
+                (true, Ok(_)) => {}
+                (false, Err(Error::Unsupported(why))) => {
+                    refusals += 1;
+                    let named = why.split("engines that run it: ").nth(1).unwrap_or("");
+                    for runner in &runners {
+                        assert!(
+                            named.contains(runner),
+                            "{} on {}: refusal names {runner}: {why}",
+                            row.name,
+                            engine.name()
+                        );
+                    }
+                    assert!(!named.contains(engine.name()), "{} on {}: {why}", row.name, engine.name());
+                }
+                (runs, result) => {
+                    panic!("{} on {}: matrix says {runs}, run gave {:?}", row.name, engine.name(), result.err())
+                }
+            }
+        }
+    }
+    assert!(refusals >= 20, "only {refusals} refusals checked");
+}
+
+#[test]
+fn pregel_builds_its_partition_on_first_use() {
+    let s = &stores()[1];
+    assert!(!s.store.dir().join("parts-1").exists());
+    let (expected, _) = run(&s.store, EngineKind::InMemory, 1 << 30, "wcc");
+    let (got, runner) = run(&s.store, EngineKind::Pregel, 256 << 20, "wcc");
+    assert_same(&expected.unwrap(), &got.unwrap(), "wcc on pregel");
+    assert!(s.store.dir().join("parts-1").join("partition.json").exists());
+    let plan = runner.finish("wcc").plan.unwrap();
+    assert_eq!(plan.builds.as_deref(), Some("parts-1"), "the plan said it would build the partition");
+    // The second run finds it and plans no build.
+    let (_, runner) = run(&s.store, EngineKind::Pregel, 256 << 20, "wcc");
+    assert_eq!(runner.finish("wcc").plan.unwrap().builds, None);
+}
+
+#[test]
+fn the_explanation_has_a_row_per_engine_and_marks_the_choice() {
+    let s = &stores()[0];
+    let (result, runner) = run(&s.store, EngineKind::Auto, 1 << 30, "pr");
+    result.unwrap();
+    let explanation = runner.explanation().unwrap();
+    let engines: Vec<&str> = explanation.rows.iter().map(|r| r.plan.engine).collect();
+    assert_eq!(engines, ["inmem", "stream", "cache", "shards", "pregel", "nwsm"]);
+    let text = explanation.to_string();
+    assert_eq!(text.lines().filter(|l| l.starts_with('*')).count(), 1, "{text}");
+    // A budget nothing fits: every row says why.
+    let (result, runner) = run(&s.store, EngineKind::Auto, 4 << 10, "pr");
+    let Err(Error::MemoryBudget(why)) = result else { panic!("4 KiB must not fit: {:?}", result.map(|_| ())) };
+    for engine in ["inmem", "stream", "cache", "shards", "pregel", "nwsm"] {
+        assert!(why.contains(&format!("{engine}: ")), "{why}");
+    }
+    assert!(runner.explanation().is_none() || runner.explanation().unwrap().ranking().is_empty());
+}
