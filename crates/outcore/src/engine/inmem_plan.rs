@@ -40,6 +40,6 @@ impl Engine for InMemoryEngine {
             .check_budget(ctx.budget);
         plan.bytes_read = read;
         plan.seconds = ctx.model.transfer(read) + ctx.model.compute(work.edge_visits, ctx.model.rates.inmem);
-        plan
+        plan.single_process(ctx)
     }
 }

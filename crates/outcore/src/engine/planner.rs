@@ -434,6 +434,15 @@ impl Plan {
         Plan { refusal: Some(why.into()), ..Plan::new(engine, work) }
     }
 
+    /// Refuses a single-process engine in a run of several ranks (under mpirun only the
+    /// distributed engines share the work; the others would each run the whole graph).
+    pub fn single_process(mut self, ctx: &PlanContext) -> Plan {
+        if self.refusal.is_none() && ctx.ranks > 1 {
+            self.refusal = Some(format!("runs in one process; this run has {} ranks", ctx.ranks));
+        }
+        self
+    }
+
     pub fn fits(&self) -> bool {
         self.refusal.is_none()
     }

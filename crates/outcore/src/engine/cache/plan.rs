@@ -74,6 +74,6 @@ impl Engine for CacheEngine {
         plan.seconds = ctx.model.transfer(plan.bytes_read)
             + requests * ctx.model.random_read_seconds
             + ctx.model.compute(work.edge_visits, ctx.model.rates.cache);
-        plan
+        plan.single_process(ctx)
     }
 }

@@ -67,6 +67,6 @@ impl Engine for ShardsEngine {
         plan.seconds = ctx.model.transfer(plan.bytes_read + plan.bytes_written)
             + ctx.model.compute(work.edge_visits.max(arcs * work.iterations), ctx.model.rates.shards)
             + build;
-        plan
+        plan.single_process(ctx)
     }
 }

@@ -53,6 +53,6 @@ impl Engine for StreamEngine {
         let io = ctx.model.transfer(plan.bytes_read);
         plan.seconds = io.max(ctx.model.compute(work.edge_visits, ctx.model.rates.stream))
             + ctx.model.transfer(graph.vertices * 8 * layouts);
-        plan
+        plan.single_process(ctx)
     }
 }
