@@ -65,10 +65,12 @@ pub struct AlgorithmParams {
 
 pub mod bc;
 pub mod bfs;
+pub mod bfs_parents;
 pub mod bp;
 pub mod cdlp;
 pub mod diameter;
 pub mod heat;
+pub mod kcore;
 pub mod kmeans;
 pub mod lcc;
 pub mod msbfs;
@@ -99,6 +101,8 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("mssp", "multi-source shortest paths: one distance column per source (--sources ID,... or --num-sources K --seed N)"),
     ("heat", "heat simulation: steady temperature from --sources (or --num-sources) with conduction --damping (0.5)"),
     ("kmeans", "k-means (Lloyd) over points stored as arcs v -> dimension j of weight x_j: --k, --iterations (max, 100), --seed; cluster per point"),
+    ("kcore", "core numbers (k-core decomposition), directions ignored: h-index iteration of Montresor et al. 2013 (networkx core_number)"),
+    ("bfs-parents", "BFS tree from --source along out-edges: depth and parent (smallest original id at the previous depth; networkx bfs_tree)"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
@@ -117,6 +121,8 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
     };
     Ok(match name {
         "bfs" => bfs::run(runner, &bfs::Config { source: source()? })?.into(),
+        "bfs-parents" => bfs_parents::run(runner, &bfs_parents::Config { source: source()? })?.into(),
+        "kcore" => kcore::run(runner, &kcore::Config)?.into(),
         "sssp" => sssp::run(runner, &sssp::Config { source: source()? })?.into(),
         "pr" => {
             let defaults = pagerank::Config::default();
