@@ -88,7 +88,10 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
                 "max": counts.iter().max(),
             }),
         };
-        summary.insert(name.clone(), value);
+        // The algorithm's own figures win: tc's "triangles" (the number of triangles) must not
+        // be overwritten by its column's summary (whose sum counts each triangle three times).
+        let key = if summary.contains_key(name) { format!("{name}_per_vertex") } else { name.clone() };
+        summary.insert(key, value);
     }
     Ok(summary)
 }
