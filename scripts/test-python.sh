@@ -47,6 +47,7 @@ modules=(
     centrality.tests.test_betweenness_centrality
     centrality.tests.test_closeness_centrality
     approximation.tests.test_distance_measures
+    tests.test_wiener
 )
 status=0
 for m in "${modules[@]}"; do

@@ -121,6 +121,9 @@ def test_new_functions_agree_with_networkx(undirected, directed):
     assert nx.radius(C, backend="outcore") == nx.radius(C)
     assert math.isclose(nx.average_shortest_path_length(C, backend="outcore"), nx.average_shortest_path_length(C))
     assert nx.approximation.diameter(C, backend="outcore") <= nx.diameter(C)
+    assert nx.wiener_index(C, backend="outcore") == nx.wiener_index(C)
+    assert nx.wiener_index(U, backend="outcore") == float("inf")
+    assert sorted(nx.barycenter(C, backend="outcore")) == sorted(nx.barycenter(C))
     with pytest.raises(nx.NetworkXNotImplemented):
         nx.triangles(D, backend="outcore")
 

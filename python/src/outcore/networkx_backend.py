@@ -36,6 +36,7 @@ Dispatched functions and where definitions differ from networkx:
   ``is_strongly_connected``, ``average_shortest_path_length`` and ``closeness_centrality``
   from ``msbfs`` with every vertex a source (per vertex the number of sources reaching it and
   the sum of their distances: networkx's closeness uses exactly these incoming distances).
+* ``wiener_index`` and ``barycenter`` (undirected) — unweighted, from the same ``msbfs``.
 * ``betweenness_centrality`` — exact (``k=None``), unweighted, ``endpoints=False``.
 * ``approximate_diameter`` (``nx.approximation.diameter``) — undirected: the engine's
   repeated double sweeps, a lower bound like networkx's 2-sweep.
@@ -550,6 +551,27 @@ class BackendInterface:
                                    else "Graph is not connected.")
         return float(total.sum()) / (n * (n - 1))
 
+    @staticmethod
+    def wiener_index(G, weight=None):
+        _need_nodes(G, "Connectivity is undefined for the null graph.")
+        _, reach, total = _all_sources_msbfs(G)
+        if not (reach == G.num_vertices).all():
+            return float("inf")
+        return float(total.sum()) if G.is_directed() else float(total.sum()) / 2
+
+    @staticmethod
+    def barycenter(G, weight=None, attr=None, sp=None):
+        nx = _nx()
+        if G.num_vertices == 0:
+            return []
+        nodes, reach, total = _all_sources_msbfs(G)
+        if not (reach == G.num_vertices).all():
+            raise nx.NetworkXNoPath(
+                f"Input graph {G} is disconnected, so every induced subgraph has infinite barycentricity."
+            )
+        best = total.min()
+        return [n for n, t in zip(nodes, total.tolist()) if t == best]
+
     # -- distance measures -------------------------------------------------------------------
 
     @staticmethod
@@ -601,6 +623,7 @@ _UNDIRECTED_ONLY = {
     "connected_components", "number_connected_components", "is_connected",
     "node_connected_component", "triangles", "transitivity", "approximate_diameter",
     "single_target_shortest_path_length", "ancestors", "clustering", "average_clustering",
+    "barycenter",
 }
 _DIRECTED_ONLY = {"weakly_connected_components", "number_weakly_connected_components",
                   "is_weakly_connected", "is_strongly_connected"}
@@ -682,6 +705,16 @@ def _check_distance_measure(G, a):
     return None
 
 
+def _check_unweighted_distances(G, a):
+    return "weighted distances are not supported" if a["weight"] is not None else None
+
+
+def _check_barycenter(G, a):
+    if a["weight"] is not None or a["attr"] is not None or a["sp"] is not None:
+        return "weight, attr and sp are not supported"
+    return None
+
+
 def _check_average_spl(G, a):
     if a["weight"] is not None or a["method"] not in (None, "unweighted", "dijkstra", "bellman-ford"):
         return "weighted average shortest path length is not supported"
@@ -701,6 +734,8 @@ _CHECKS = {
     "center": _check_distance_measure,
     "periphery": _check_distance_measure,
     "average_shortest_path_length": _check_average_spl,
+    "wiener_index": _check_unweighted_distances,
+    "barycenter": _check_barycenter,
 }
 
 # Hook points for the algorithms the engine is gaining (networkx name -> engine algorithm name).
