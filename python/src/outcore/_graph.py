@@ -288,13 +288,16 @@ _ID_WORDS = {"u64": "integers", "string": "strings"}
 
 
 def _id_list(values: Any):
-    arr = np.asarray(values)
+    # numpy turns [1, "b"] into strings: look at a plain sequence's items before it does
+    arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
     if arr.dtype == object and arr.size:
         kinds = {isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in arr.tolist()}
         if kinds == {True}:
             arr = arr.astype(np.int64)
         elif len(kinds) > 1:
             raise _native.InputError("from_edges: vertex ids mix integers and strings; give one kind")
+        else:
+            arr = arr.astype(str)
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
             raise _native.InputError("from_edges: vertex ids must be non-negative integers or strings")

@@ -209,11 +209,18 @@ def _simple_degrees(G: Any) -> Dict[Any, int]:
     return degree
 
 
+def _is_node(index: Dict[Any, Any], x: Any) -> bool:
+    try:
+        return x in index
+    except TypeError:  # unhashable: a list of nodes
+        return False
+
+
 def _select(values: Dict[Any, Any], G: Any, nodes: Any) -> Any:
     """networkx's ``nodes=`` convention: None → all, a node → its value, else a dict."""
     if nodes is None:
         return values
-    if nodes in _index(G):
+    if _is_node(_index(G), nodes):
         return values[nodes]
     return {n: values[n] for n in nodes}
 
@@ -221,7 +228,8 @@ def _select(values: Dict[Any, Any], G: Any, nodes: Any) -> Any:
 def _eccentricities(G: Any, v: Any = None, weight: Any = None) -> Any:
     nx = _nx()
     order = len(_index(G))
-    nodes = _all_nodes(G) if v is None else ([v] if v in _index(G) else list(v))
+    single = v is not None and _is_node(_index(G), v)
+    nodes = _all_nodes(G) if v is None else ([v] if single else list(v))
     ecc = {}
     for n in nodes:
         dist = _distances(G, n, weight)
@@ -230,7 +238,7 @@ def _eccentricities(G: Any, v: Any = None, weight: Any = None) -> Any:
                    if G.is_directed() else "Found infinite path length because the graph is not connected")
             raise nx.NetworkXError(msg)
         ecc[n] = max(dist.values())
-    return ecc[v] if v is not None and v in _index(G) else ecc
+    return ecc[v] if single else ecc
 
 
 def _need_nodes(G: Any, what: str) -> None:
@@ -442,7 +450,7 @@ class BackendInterface:
     @staticmethod
     def bfs_layers(G, sources):
         index = _index(G)
-        if sources in index:
+        if _is_node(index, sources):
             sources = [sources]
         best: Dict[Any, int] = {}
         for s in sources:
@@ -610,7 +618,8 @@ class BackendInterface:
             return 0
         if sum(1 for _ in _components(G)) != 1:
             raise nx.NetworkXError("Graph not connected.")
-        return G.diameter(seed=1 if seed is None else seed, progress=False)
+        # networkx may hand over a random.Random: the engine takes an integer seed
+        return G.diameter(seed=seed if isinstance(seed, int) and seed >= 0 else 1, progress=False)
 
 
 _WEIGHTED = {
