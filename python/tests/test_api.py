@@ -182,3 +182,23 @@ def test_shards_engine_options_reach_the_engine(tmp_path):
         g.wcc(engine="shards", engine_options={"shard": 8})
     with pytest.raises(ValueError, match="unknown --dynamic policy 'fast'"):
         g.wcc(engine="shards", engine_options={"dynamic": "fast"})
+
+
+def test_parameters_are_checked_before_any_work(tmp_path):
+    g = outcore.Graph.from_edges([1, 2, 3], [2, 3, 1], store=tmp_path / "g")
+    with pytest.raises(outcore.InputError, match="bfs does not take iterations"):
+        g.bfs(1, iterations=3)
+    with pytest.raises(outcore.InputError, match="unknown algorithm 'louvain'"):
+        g.run("louvain")
+    with pytest.raises(outcore.InputError, match="iterations must be a non-negative integer"):
+        g.pagerank(iterations=-1)
+    assert g.pagerank(memory=10**8, progress=False).stats["iterations"] == 10  # the CLI's default
+    with pytest.raises(outcore.InputError, match="memory must be"):
+        g.pagerank(memory=-5)
+    with pytest.raises(outcore.InputError, match="scale must be an integer in 1..32"):
+        outcore.generate_rmat(40)
+    with pytest.raises(outcore.InputError, match="integers but dst ids are strings|mix integers and strings"):
+        outcore.Graph.from_edges([1, "b"], [2, "c"])
+    with pytest.raises(outcore.StoreError, match="overwrite=True"):
+        outcore.Graph.from_edges([1], [2], store=tmp_path / "g")
+    assert outcore.Graph.from_edges([7], [8], store=tmp_path / "g", overwrite=True).num_vertices == 2

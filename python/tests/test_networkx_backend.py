@@ -65,3 +65,75 @@ def test_an_outcore_graph_goes_to_networkx_directly(tmp_path):
     pr = nx.pagerank(g)
     assert set(pr) == {1, 2, 3}
     assert math.isclose(sum(pr.values()), 1.0, rel_tol=1e-9)
+
+
+def test_positional_arguments_are_read_like_keywords():
+    G = nx.karate_club_graph()
+    ours = nx.pagerank(G, weight=None, backend="outcore")  # the example
+    theirs = nx.pagerank(G, weight=None, tol=1e-12, max_iter=1000)
+    assert all(math.isclose(ours[v], theirs[v], rel_tol=1e-6) for v in G)
+    from outcore.networkx_backend import backend_interface as b
+
+    assert b.can_run("pagerank", (G, 0.85, {0: 1.0}), {}) == "'personalization' is not supported"
+    assert b.can_run("pagerank", (G, 0.85, None, 100, 1e-6, None, None), {}) is True
+    assert isinstance(b.can_run("betweenness_centrality", (G, 5), {}), str)  # k given positionally
+
+
+def test_at_least_forty_functions_are_dispatched():
+    from outcore.networkx_backend import DISPATCHED, get_info
+
+    assert len(DISPATCHED) >= 40, DISPATCHED
+    assert set(get_info()["functions"]) == set(DISPATCHED)
+    for name in DISPATCHED:
+        assert name in nx.utils.backends._registered_algorithms, name
+
+
+def _close(a, b):
+    assert a.keys() == b.keys()
+    for k in b:
+        assert math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12), (k, a[k], b[k])
+
+
+def test_new_functions_agree_with_networkx(undirected, directed):
+    U, D = undirected, directed
+    s, t = 0, 5
+    assert nx.triangles(U, backend="outcore") == nx.triangles(U)
+    assert math.isclose(nx.transitivity(U, backend="outcore"), nx.transitivity(U))
+    assert math.isclose(nx.average_clustering(U, backend="outcore"), nx.average_clustering(U))
+    for G in (U, D):
+        _close(nx.betweenness_centrality(G, backend="outcore"), nx.betweenness_centrality(G))
+        _close(nx.closeness_centrality(G, backend="outcore"), nx.closeness_centrality(G))
+        assert nx.descendants(G, s, backend="outcore") == nx.descendants(G, s)
+        assert nx.descendants_at_distance(G, s, 2, backend="outcore") == nx.descendants_at_distance(G, s, 2)
+        assert nx.has_path(G, s, t, backend="outcore") == nx.has_path(G, s, t)
+        assert [sorted(x, key=str) for x in nx.bfs_layers(G, [s, t], backend="outcore")] == [
+            sorted(x, key=str) for x in nx.bfs_layers(G, [s, t])
+        ]
+        assert nx.shortest_path_length(G, s, backend="outcore") == nx.shortest_path_length(G, s)
+        assert dict(nx.all_pairs_shortest_path_length(G, backend="outcore")) == dict(nx.all_pairs_shortest_path_length(G))
+    assert nx.is_connected(U, backend="outcore") is False
+    assert nx.is_weakly_connected(D, backend="outcore") == nx.is_weakly_connected(D)
+    assert nx.is_strongly_connected(D, backend="outcore") == nx.is_strongly_connected(D)
+    assert nx.node_connected_component(U, s, backend="outcore") == nx.node_connected_component(U, s)
+    C = nx.connected_watts_strogatz_graph(40, 4, 0.2, seed=2)
+    assert nx.eccentricity(C, backend="outcore") == nx.eccentricity(C)
+    assert nx.diameter(C, backend="outcore") == nx.diameter(C)
+    assert nx.radius(C, backend="outcore") == nx.radius(C)
+    assert math.isclose(nx.average_shortest_path_length(C, backend="outcore"), nx.average_shortest_path_length(C))
+    assert nx.approximation.diameter(C, backend="outcore") <= nx.diameter(C)
+    assert nx.wiener_index(C, backend="outcore") == nx.wiener_index(C)
+    assert nx.wiener_index(U, backend="outcore") == float("inf")
+    assert sorted(nx.barycenter(C, backend="outcore")) == sorted(nx.barycenter(C))
+    with pytest.raises(nx.NetworkXNotImplemented):
+        nx.triangles(D, backend="outcore")
+
+
+def test_weighted_distances_agree_with_networkx(directed):
+    for u, v in directed.edges:
+        directed[u][v]["weight"] = (u * 7 + v) % 5 + 0.5
+    _close(nx.multi_source_dijkstra_path_length(directed, {0, 3}, backend="outcore"),
+           nx.multi_source_dijkstra_path_length(directed, {0, 3}))
+    reach = nx.single_source_dijkstra_path_length(directed, 0)
+    t = max(reach, key=reach.get)
+    assert math.isclose(nx.dijkstra_path_length(directed, 0, t, backend="outcore"), reach[t])
+    assert math.isclose(nx.shortest_path_length(directed, 0, t, weight="weight", backend="outcore"), reach[t])

@@ -118,25 +118,29 @@ class Graph:
         memory: Optional[str] = None,
         dedup: bool = False,
         drop_self_loops: bool = False,
+        overwrite: bool = False,
         progress: Optional[bool] = None,
     ) -> "Graph":
         """Builds a store from edge arrays: numpy arrays / sequences of ids, or a pandas
         DataFrame as ``src`` with columns ``src``/``dst`` (or ``source``/``target``) and an
         optional ``weight`` column. Ids may be integers or strings.
 
-        With ``store=None`` the store lives in a temporary directory removed with the Graph.
+        With ``store=None`` the store lives in a temporary directory removed with the Graph; an
+        existing ``store`` is replaced only with ``overwrite=True``.
         """
         if dst is None:
             src, dst, weights = _columns_of_frame(src, weights)
         src_list, ids = _id_list(src)
         dst_list, dst_ids = _id_list(dst)
         if ids != dst_ids:
-            ids = "string"
-            src_list, dst_list = [str(x) for x in src_list], [str(x) for x in dst_list]
+            raise _native.InputError(
+                f"from_edges: src ids are {_ID_WORDS[ids]} but dst ids are {_ID_WORDS[dst_ids]}; "
+                "give both as integers or both as strings"
+            )
         w = None if weights is None else np.asarray(weights, dtype=np.float64).tolist()
-        path, keep = _store_path(store)
+        path, keep = _store_path(store, overwrite)
         _native.from_edges(
-            src_list, dst_list, path, weights=w, directed=directed, memory=memory, ids=ids,
+            src_list, dst_list, path, weights=w, directed=directed, memory=_memory(memory), ids=ids,
             dedup=dedup, drop_self_loops=drop_self_loops, progress=_progress(progress),
         )
         return cls(path, keep)
@@ -172,11 +176,12 @@ class Graph:
     def run(self, algorithm: str, *, engine: str = "auto", memory: Optional[str] = None,
             progress: Optional[bool] = None, engine_options: Optional[dict] = None, **params: Any) -> Result:
         """Runs any algorithm by name (see :func:`outcore.algorithms`)."""
-        raw = _native.run(self.path, algorithm, params, engine=engine, memory=memory, progress=_progress(progress),
-                          engine_options=engine_options)
+        _check_params(algorithm, params)
+        raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
+                          progress=_progress(progress), engine_options=engine_options)
         return Result(algorithm, raw)
 
-    def pagerank(self, iterations: int = 20, damping: float = 0.85, **kw: Any) -> Result:
+    def pagerank(self, iterations: int = 10, damping: float = 0.85, **kw: Any) -> Result:
         """Graphalytics PageRank with a fixed number of iterations.
 
         >>> g = Graph.from_edges([1, 2, 3], [2, 3, 1])
@@ -261,7 +266,7 @@ class Graph:
     def reorder(self, order: str, *, seed: int = 1, memory: Optional[str] = None,
                 progress: Optional[bool] = None) -> "Graph":
         """Renumbers the store (``degree``, ``random``, ``norder``); results stay in original ids."""
-        _native.reorder(self.path, order, seed=seed, memory=memory, progress=_progress(progress))
+        _native.reorder(self.path, order, seed=seed, memory=_memory(memory), progress=_progress(progress))
         self._manifest = json.loads(_native.store_manifest(self.path))
         return self
 
@@ -279,8 +284,20 @@ def _columns_of_frame(frame: Any, weights: Any):
     )
 
 
+_ID_WORDS = {"u64": "integers", "string": "strings"}
+
+
 def _id_list(values: Any):
-    arr = np.asarray(values)
+    # numpy turns [1, "b"] into strings: look at a plain sequence's items before it does
+    arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
+    if arr.dtype == object and arr.size:
+        kinds = {isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in arr.tolist()}
+        if kinds == {True}:
+            arr = arr.astype(np.int64)
+        elif len(kinds) > 1:
+            raise _native.InputError("from_edges: vertex ids mix integers and strings; give one kind")
+        else:
+            arr = arr.astype(str)
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
             raise _native.InputError("from_edges: vertex ids must be non-negative integers or strings")
@@ -290,11 +307,69 @@ def _id_list(values: Any):
     return [str(x) for x in arr.tolist()], "string"
 
 
-def _store_path(store: Optional[PathLike]):
+def _store_path(store: Optional[PathLike], overwrite: bool = False):
     if store is not None:
-        return os.fspath(store), None
+        path = os.fspath(store)
+        if os.path.exists(path):
+            if not overwrite:
+                raise _native.StoreError(f"store {path} exists; pass overwrite=True to replace it")
+            import shutil
+
+            shutil.rmtree(path)
+        return path, None
     keep = tempfile.TemporaryDirectory(prefix="outcore-")
     return os.path.join(keep.name, "store"), keep
+
+
+# RMAT-32 is 4 G vertices and 68 G edges at the default edge factor: larger is a typo.
+MAX_RMAT_SCALE = 32
+
+# Parameters each algorithm reads (names as in Graph.run); others are refused, not ignored.
+ALGORITHM_PARAMS: Dict[str, frozenset] = {
+    "bfs": frozenset({"source"}),
+    "sssp": frozenset({"source"}),
+    "pr": frozenset({"iterations", "damping"}),
+    "pr-delta": frozenset({"tolerance", "damping", "iterations"}),
+    "wcc": frozenset(),
+    "lcc": frozenset(),
+    "tc": frozenset(),
+    "cdlp": frozenset({"iterations"}),
+    "diameter": frozenset({"sweeps", "seed"}),
+    "bc": frozenset({"sources", "num_sources", "seed", "unnormalized"}),
+    "msbfs": frozenset({"sources", "num_sources", "seed"}),
+    "mssp": frozenset({"sources", "num_sources", "seed", "source"}),
+    "kmeans": frozenset({"k", "iterations", "seed"}),
+}
+_COUNTS = ("iterations", "num_sources", "sweeps", "k", "seed")
+
+
+def _check_params(algorithm: str, params: Dict[str, Any]) -> None:
+    """Refuses unknown algorithms, parameters the algorithm would ignore, and bad counts,
+    before any work."""
+    known = {name for name, _ in _native.algorithms()}
+    if algorithm not in known:
+        raise _native.InputError(f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(known))})")
+    allowed = ALGORITHM_PARAMS.get(algorithm)
+    given = {k for k, v in params.items() if v is not None and v is not False}
+    if allowed is not None and given - allowed:
+        extra = ", ".join(sorted(given - allowed))
+        raise _native.InputError(f"{algorithm} does not take {extra} (it takes: {', '.join(sorted(allowed)) or 'nothing'})")
+    for key in _COUNTS:
+        value = params.get(key)
+        if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0):
+            raise _native.InputError(f"{key} must be a non-negative integer, got {value!r}")
+    damping = params.get("damping")
+    if damping is not None and not 0.0 <= float(damping) <= 1.0:
+        raise _native.InputError(f"damping must be in [0, 1], got {damping!r}")
+
+
+def _memory(memory: Any) -> Optional[str]:
+    """``memory=`` as a size string ("512MiB") or a number of bytes."""
+    if memory is None or isinstance(memory, str):
+        return memory
+    if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool) and memory > 0:
+        return f"{int(memory)}B"
+    raise _native.InputError(f"memory must be a size such as '512MiB' or a positive number of bytes, got {memory!r}")
 
 
 def open(path: PathLike) -> Graph:  # noqa: A001 - mirrors the usual `open(path)` of storage libraries
@@ -321,7 +396,7 @@ def import_edges(
     detected) into a store within ``memory`` and returns the Graph."""
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     _native.import_edges(
-        paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=memory,
+        paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=_memory(memory),
         dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
         progress=_progress(progress),
     )
@@ -343,8 +418,12 @@ def generate_rmat(
 ) -> Graph:
     """Generates a Graph500 RMAT graph (2**scale vertices, edge_factor * 2**scale edges)
     straight into a store (a temporary one when ``path`` is None)."""
+    if not isinstance(scale, int) or not 1 <= scale <= MAX_RMAT_SCALE:
+        raise _native.InputError(f"generate_rmat: scale must be an integer in 1..{MAX_RMAT_SCALE}, got {scale!r}")
+    if not isinstance(edge_factor, int) or edge_factor < 1:
+        raise _native.InputError(f"generate_rmat: edge_factor must be a positive integer, got {edge_factor!r}")
     store, keep = _store_path(path)
-    _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=memory, progress=_progress(progress))
+    _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=_memory(memory), progress=_progress(progress))
     return Graph(store, keep)
 
 

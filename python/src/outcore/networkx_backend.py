@@ -23,6 +23,31 @@ Dispatched functions and where definitions differ from networkx:
   ``weakly_connected_components``, ``number_weakly_connected_components`` (directed) — same.
 * ``clustering`` — undirected, unweighted only: identical to the Graphalytics LCC. networkx's
   directed clustering (Fagiolo) differs from Graphalytics' and is not dispatched.
+* ``triangles``, ``transitivity``, ``average_clustering`` (undirected; triangles from the
+  engine's ``tc``, coefficients from ``lcc``).
+* Reachability and hop distances (BFS; ``sssp`` when a ``weight`` is given):
+  ``has_path``, ``descendants``, ``ancestors`` (undirected), ``descendants_at_distance``,
+  ``bfs_layers`` (each layer in ``G``'s node order), ``shortest_path_length``,
+  ``dijkstra_path_length``, ``bellman_ford_path_length``, ``single_source_*_path_length``,
+  ``single_target_shortest_path_length`` (undirected), ``multi_source_dijkstra_path_length``,
+  ``all_pairs_*_path_length`` (one BFS/SSSP per source), ``eccentricity``, ``diameter``,
+  ``radius``, ``center``, ``periphery``. Negative weights are refused (networkx runs them).
+* ``is_connected``, ``is_weakly_connected``, ``node_connected_component`` (wcc);
+  ``is_strongly_connected``, ``average_shortest_path_length`` and ``closeness_centrality``
+  from ``msbfs`` with every vertex a source (per vertex the number of sources reaching it and
+  the sum of their distances: networkx's closeness uses exactly these incoming distances).
+* ``wiener_index`` and ``barycenter`` (undirected) — unweighted, from the same ``msbfs``.
+* ``betweenness_centrality`` — exact (``k=None``), unweighted, ``endpoints=False``.
+* ``approximate_diameter`` (``nx.approximation.diameter``) — undirected: the engine's
+  repeated double sweeps, a lower bound like networkx's 2-sweep.
+
+``can_run`` binds positional and keyword arguments to each function's signature, so
+``nx.pagerank(G, 0.85, None, 100, backend="outcore")`` is judged like its keyword form; a call
+it cannot run gets a reason string (networkx then falls back, or xfails the test).
+
+Algorithms still to come from the engine are listed in :data:`PLANNED` (networkx name →
+engine algorithm name); each is dispatched as soon as the engine registers that name and an
+adapter is added to :data:`ADAPTERS`.
 * Label propagation is not dispatched: networkx's ``label_propagation_communities`` is
   semi-synchronous with random tie-breaking, Graphalytics CDLP is synchronous with ties to
   the smallest label.
@@ -30,6 +55,7 @@ Dispatched functions and where definitions differ from networkx:
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -100,9 +126,124 @@ def _vertex_of(G: Graph, node: Any) -> Any:
 
 
 def _native_node_error(node: Any) -> Exception:
+    return _nx().NodeNotFound(f"Source {node} is not in G")
+
+
+def _nx():
     import networkx as nx
 
-    return nx.NodeNotFound(f"Source {node} is not in G")
+    return nx
+
+
+def _index(G: Any) -> Dict[Any, Any]:
+    """node → the vertex id the engine takes (cached on the graph)."""
+    index = getattr(G, "_nx_index", None)
+    if index is None:
+        if isinstance(G, NxStore):
+            index = {node: i for i, node in enumerate(G.nodes)}
+        elif isinstance(G, EmptyGraph):
+            index = {}
+        else:
+            index = {v: v for v in _native.vertices(G.path).tolist()}
+        G._nx_index = index
+    return index
+
+
+def _all_nodes(G: Any) -> List[Any]:
+    return list(_index(G))
+
+
+def _check_node(G: Any, node: Any, message: str, error: str = "NodeNotFound") -> Any:
+    try:
+        return _index(G)[node]
+    except (KeyError, TypeError):
+        raise getattr(_nx(), error)(message) from None
+
+
+def _distances(G: Any, source: Any, weight: Any = None, cutoff: Any = None) -> Dict[Any, Any]:
+    """{node: distance} of the vertices reachable from ``source`` (hops, or weighted when
+    ``weight`` names the store's weights)."""
+    vid = _check_node(G, source, f"Source {source} is not in G")
+    if weight is not None and _weighted(G):
+        r = G.sssp(vid, progress=False)
+        keep = np.isfinite(r.values)
+    else:
+        r = G.bfs(vid, progress=False)
+        keep = r.values != np.iinfo(np.int64).max
+    if cutoff is not None:
+        keep &= r.values <= cutoff
+    return dict(zip(_nodes_of(G, r.ids[keep].tolist()), r.values[keep].tolist()))
+
+
+def _weighted(G: Any) -> bool:
+    if isinstance(G, NxStore):
+        return G.weight_attr is not None and not G.unit_weights
+    return not isinstance(G, EmptyGraph) and G.weighted
+
+
+def _by_node(G: Any, result: Any, column: Optional[str] = None) -> Dict[Any, Any]:
+    values = result.columns[column] if column else result.values
+    return dict(zip(_nodes_of(G, result.ids.tolist()), values.tolist()))
+
+
+def _all_sources_msbfs(G: Any):
+    """Per node: (number of sources reaching it, sum of their hop distances), every node a
+    source."""
+    r = G.msbfs(num_sources=G.num_vertices, progress=False)
+    names = list(r.columns)
+    reach, total = r.columns[names[0]], r.columns[names[1]]
+    nodes = _nodes_of(G, r.ids.tolist())
+    return nodes, reach.astype(np.int64), total.astype(np.float64)
+
+
+def _simple_degrees(G: Any) -> Dict[Any, int]:
+    """Degrees in the simple undirected graph (no self-loops, no duplicate edges)."""
+    src, dst, _ = _native.edges(G.path)
+    src, dst = np.asarray(src, dtype=np.uint64), np.asarray(dst, dtype=np.uint64)
+    keep = src != dst
+    lo, hi = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
+    pairs = np.unique(np.stack([lo, hi]), axis=1) if lo.size else np.zeros((2, 0), dtype=np.uint64)
+    ids, counts = np.unique(pairs.ravel(), return_counts=True)
+    degree = dict.fromkeys(_all_nodes(G), 0)
+    degree.update(zip(_nodes_of(G, ids.tolist()), counts.tolist()))
+    return degree
+
+
+def _is_node(index: Dict[Any, Any], x: Any) -> bool:
+    try:
+        return x in index
+    except TypeError:  # unhashable: a list of nodes
+        return False
+
+
+def _select(values: Dict[Any, Any], G: Any, nodes: Any) -> Any:
+    """networkx's ``nodes=`` convention: None → all, a node → its value, else a dict."""
+    if nodes is None:
+        return values
+    if _is_node(_index(G), nodes):
+        return values[nodes]
+    return {n: values[n] for n in nodes}
+
+
+def _eccentricities(G: Any, v: Any = None, weight: Any = None) -> Any:
+    nx = _nx()
+    order = len(_index(G))
+    single = v is not None and _is_node(_index(G), v)
+    nodes = _all_nodes(G) if v is None else ([v] if single else list(v))
+    ecc = {}
+    for n in nodes:
+        dist = _distances(G, n, weight)
+        if len(dist) != order:
+            msg = ("Found infinite path length because the digraph is not strongly connected"
+                   if G.is_directed() else "Found infinite path length because the graph is not connected")
+            raise nx.NetworkXError(msg)
+        ecc[n] = max(dist.values())
+    return ecc[v] if single else ecc
+
+
+def _need_nodes(G: Any, what: str) -> None:
+    if G.num_vertices == 0:
+        raise _nx().NetworkXPointlessConcept(what)
 
 
 class BackendInterface:
@@ -164,124 +305,470 @@ class BackendInterface:
 
     @staticmethod
     def can_run(name, args, kwargs):
-        G = args[0] if args else kwargs.get("G")
-        reason = _unsupported(name, G, kwargs)
+        impl = getattr(BackendInterface, name, None)
+        if impl is None:
+            return f"'{name}' is not dispatched by outcore"
+        kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
+        try:
+            bound = inspect.signature(impl).bind(*args, **kwargs)
+        except TypeError as exc:
+            return f"arguments do not match: {exc}"
+        bound.apply_defaults()
+        reason = _unsupported(name, bound.arguments)
         return True if reason is None else reason
 
     @staticmethod
     def should_run(name, args, kwargs):
         return True
 
-    # -- dispatched functions --------------------------------------------------------------
+    # -- dispatched functions: link analysis, clustering, centrality -----------------------
 
     @staticmethod
     def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
                  weight="weight", dangling=None):
-        _require(
-            "pagerank", G,
-            dict(personalization=personalization, nstart=nstart, dangling=dangling, weight=weight),
-        )
         if G.num_vertices == 0:
             return {}
-        import networkx as nx
-
+        nx = _nx()
         r = G.pagerank(iterations=max_iter, damping=alpha, progress=False)
         before = G.pagerank(iterations=max_iter - 1, damping=alpha, progress=False) if max_iter > 1 else None
         change = np.abs(r.values - before.values).sum() if before is not None else np.inf
         if not change < G.num_vertices * tol:
             raise nx.PowerIterationFailedConvergence(max_iter)
-        return dict(zip(_nodes_of(G, r.ids.tolist()), r.values.tolist()))
+        return _by_node(G, r)
 
     @staticmethod
-    def single_source_shortest_path_length(G, source, cutoff=None):
-        _require_nonempty(G, source)
-        r = G.bfs(_vertex_of(G, source), progress=False)
-        unreachable = np.iinfo(np.int64).max
-        keep = r.values != unreachable
-        if cutoff is not None:
-            keep &= r.values <= cutoff
-        return dict(zip(_nodes_of(G, r.ids[keep].tolist()), r.values[keep].tolist()))
+    def clustering(G, nodes=None, weight=None):
+        if G.num_vertices == 0:
+            return {}
+        return _select(_by_node(G, G.lcc(progress=False)), G, nodes)
 
     @staticmethod
-    def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
-        _require_nonempty(G, source)
-        if callable(weight):
-            raise NotImplementedError("weight functions are not supported")
-        r = G.sssp(_vertex_of(G, source), progress=False)
-        keep = np.isfinite(r.values)
-        if cutoff is not None:
-            keep &= r.values <= cutoff
-        return dict(zip(_nodes_of(G, r.ids[keep].tolist()), r.values[keep].tolist()))
+    def triangles(G, nodes=None):
+        if G.num_vertices == 0:
+            return {}
+        r = G.run("tc", progress=False)
+        counts = {n: int(c) for n, c in _by_node(G, r).items()}
+        return _select(counts, G, nodes)
+
+    @staticmethod
+    def transitivity(G):
+        if G.num_vertices == 0:
+            return 0
+        triangles = sum(BackendInterface.triangles(G).values())
+        triads = sum(d * (d - 1) for d in _simple_degrees(G).values())
+        return 0 if triangles == 0 else 2 * triangles / triads
+
+    @staticmethod
+    def average_clustering(G, nodes=None, weight=None, count_zeros=True):
+        values = BackendInterface.clustering(G)
+        c = list(values.values()) if nodes is None else [values[n] for n in nodes]
+        if not count_zeros:
+            c = [v for v in c if abs(v) > 0]
+        return sum(c) / len(c)
+
+    @staticmethod
+    def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False, seed=None):
+        if G.num_vertices == 0:
+            return {}
+        return _by_node(G, G.betweenness(num_sources=G.num_vertices, normalized=normalized, progress=False))
+
+    @staticmethod
+    def closeness_centrality(G, u=None, distance=None, wf_improved=True):
+        n = len(_index(G))
+        closeness = {}
+        if n:
+            nodes, reach, total = _all_sources_msbfs(G)
+            for node, r, s in zip(nodes, reach.tolist(), total.tolist()):
+                c = (r - 1) / s if s > 0 and n > 1 else 0.0
+                if wf_improved and n > 1:
+                    c *= (r - 1) / (n - 1)
+                closeness[node] = c
+        return closeness[u] if u is not None else closeness
+
+    # -- components and connectivity -------------------------------------------------------
 
     @staticmethod
     def connected_components(G):
-        import networkx as nx
-
-        if G.is_directed():
-            raise nx.NetworkXNotImplemented("not implemented for directed type")
         return _components(G)
 
     @staticmethod
     def number_connected_components(G):
-        return sum(1 for _ in BackendInterface.connected_components(G))
+        return sum(1 for _ in _components(G))
 
     @staticmethod
     def weakly_connected_components(G):
-        import networkx as nx
-
-        if not G.is_directed():
-            raise nx.NetworkXNotImplemented("not implemented for undirected type")
         return _components(G)
 
     @staticmethod
     def number_weakly_connected_components(G):
-        return sum(1 for _ in BackendInterface.weakly_connected_components(G))
+        return sum(1 for _ in _components(G))
 
     @staticmethod
-    def clustering(G, nodes=None, weight=None):
-        _require("clustering", G, dict(weight=weight))
+    def is_connected(G):
+        _need_nodes(G, "Connectivity is undefined for the null graph.")
+        return sum(1 for _ in _components(G)) == 1
+
+    @staticmethod
+    def is_weakly_connected(G):
+        _need_nodes(G, "Connectivity is undefined for the null graph.")
+        return sum(1 for _ in _components(G)) == 1
+
+    @staticmethod
+    def is_strongly_connected(G):
+        _need_nodes(G, "Connectivity is undefined for the null graph.")
+        _, reach, _ = _all_sources_msbfs(G)
+        return bool((reach == G.num_vertices).all())
+
+    @staticmethod
+    def node_connected_component(G, n):
+        _check_node(G, n, f"{n}", error="NodeNotFound")
+        return next(c for c in _components(G) if n in c)
+
+    # -- reachability and distances ----------------------------------------------------------
+
+    @staticmethod
+    def has_path(G, source, target):
+        _check_node(G, source, f"Source {source} is not in G")
+        _check_node(G, target, f"Target {target} is not in G")
+        return target in _distances(G, source)
+
+    @staticmethod
+    def descendants(G, source):
+        _check_node(G, source, f"The node {source} is not in the graph.", error="NetworkXError")
+        return set(_distances(G, source)) - {source}
+
+    @staticmethod
+    def ancestors(G, source):
+        _check_node(G, source, f"The node {source} is not in the graph.", error="NetworkXError")
+        return set(_distances(G, source)) - {source}
+
+    @staticmethod
+    def descendants_at_distance(G, source, distance):
+        _check_node(G, source, f"The node {source} is not in the graph.", error="NetworkXError")
+        return {n for n, d in _distances(G, source).items() if d == distance}
+
+    @staticmethod
+    def bfs_layers(G, sources):
+        index = _index(G)
+        if _is_node(index, sources):
+            sources = [sources]
+        best: Dict[Any, int] = {}
+        for s in sources:
+            _check_node(G, s, f"The node {s} is not in the graph.", error="NetworkXError")
+            for n, d in _distances(G, s).items():
+                best[n] = min(d, best.get(n, d))
+        layers: Dict[int, List[Any]] = {}
+        for n in index:  # G's node order inside each layer
+            if n in best:
+                layers.setdefault(best[n], []).append(n)
+        for depth in sorted(layers):
+            yield layers[depth]
+
+    @staticmethod
+    def single_source_shortest_path_length(G, source, cutoff=None):
+        return _distances(G, source, cutoff=cutoff)
+
+    @staticmethod
+    def single_target_shortest_path_length(G, target, cutoff=None):
+        _check_node(G, target, f"Target {target} is not in G")
+        return _distances(G, target, cutoff=cutoff)
+
+    @staticmethod
+    def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
+        return _distances(G, source, weight, cutoff)
+
+    @staticmethod
+    def single_source_bellman_ford_path_length(G, source, weight="weight"):
+        return _distances(G, source, weight)
+
+    @staticmethod
+    def multi_source_dijkstra_path_length(G, sources, cutoff=None, weight="weight"):
+        if not sources:
+            raise ValueError("sources must not be empty")
+        best: Dict[Any, Any] = {}
+        for s in sources:
+            _check_node(G, s, f"Node {s} not found in graph")
+            for n, d in _distances(G, s, weight, cutoff).items():
+                best[n] = min(d, best.get(n, d))
+        return best
+
+    @staticmethod
+    def dijkstra_path_length(G, source, target, weight="weight"):
+        _check_node(G, source, f"Node {source} not found in graph")
+        if source == target:
+            return 0
+        dist = _distances(G, source, weight)
+        if target not in dist:
+            raise _nx().NetworkXNoPath(f"Node {target} not reachable from {source}")
+        return dist[target]
+
+    @staticmethod
+    def bellman_ford_path_length(G, source, target, weight="weight"):
+        _check_node(G, source, f"Node {source} not found in graph")
+        if source == target:
+            return 0
+        dist = _distances(G, source, weight)
+        if target not in dist:
+            raise _nx().NetworkXNoPath(f"node {target} not reachable from {source}")
+        return dist[target]
+
+    @staticmethod
+    def shortest_path_length(G, source=None, target=None, weight=None, method="dijkstra"):
+        nx = _nx()
+        if method not in ("dijkstra", "bellman-ford"):
+            raise ValueError(f"method not supported: {method}")
+        if source is None and target is None:
+            return ((n, _distances(G, n, weight)) for n in _all_nodes(G))
+        if source is None:  # undirected only (can_run): distances to target = from target
+            return _distances(G, target, weight)
+        if target is None:
+            return _distances(G, source, weight)
+        _check_node(G, target, f"Target {target} is not in G")
+        dist = _distances(G, source, weight)
+        if target not in dist:
+            raise nx.NetworkXNoPath(f"Target {target} cannot be reached from given sources")
+        return dist[target]
+
+    @staticmethod
+    def all_pairs_shortest_path_length(G, cutoff=None):
+        for n in _all_nodes(G):
+            yield n, _distances(G, n, cutoff=cutoff)
+
+    @staticmethod
+    def all_pairs_dijkstra_path_length(G, cutoff=None, weight="weight"):
+        for n in _all_nodes(G):
+            yield n, _distances(G, n, weight, cutoff)
+
+    @staticmethod
+    def all_pairs_bellman_ford_path_length(G, weight="weight"):
+        for n in _all_nodes(G):
+            yield n, _distances(G, n, weight)
+
+    @staticmethod
+    def average_shortest_path_length(G, weight=None, method=None):
+        nx = _nx()
+        n = len(_index(G))
+        if n == 0:
+            raise nx.NetworkXPointlessConcept("the null graph has no paths, thus there is no "
+                                              "average shortest path length")
+        if n == 1:
+            return 0
+        _, reach, total = _all_sources_msbfs(G)
+        if not (reach == n).all():
+            raise nx.NetworkXError("Graph is not strongly connected." if G.is_directed()
+                                   else "Graph is not connected.")
+        return float(total.sum()) / (n * (n - 1))
+
+    @staticmethod
+    def wiener_index(G, weight=None):
+        _need_nodes(G, "Connectivity is undefined for the null graph.")
+        _, reach, total = _all_sources_msbfs(G)
+        if not (reach == G.num_vertices).all():
+            return float("inf")
+        return float(total.sum()) if G.is_directed() else float(total.sum()) / 2
+
+    @staticmethod
+    def barycenter(G, weight=None, attr=None, sp=None):
+        nx = _nx()
         if G.num_vertices == 0:
-            return {}
-        r = G.lcc(progress=False)
-        values = dict(zip(_nodes_of(G, r.ids.tolist()), r.values.tolist()))
-        if nodes is None:
-            return values
-        try:
-            if nodes in values:  # a single node
-                return values[nodes]
-        except TypeError:  # unhashable: a list of nodes
-            pass
-        return {n: values[n] for n in nodes}
+            return []
+        nodes, reach, total = _all_sources_msbfs(G)
+        if not (reach == G.num_vertices).all():
+            raise nx.NetworkXNoPath(
+                f"Input graph {G} is disconnected, so every induced subgraph has infinite barycentricity."
+            )
+        best = total.min()
+        return [n for n, t in zip(nodes, total.tolist()) if t == best]
+
+    # -- distance measures -------------------------------------------------------------------
+
+    @staticmethod
+    def eccentricity(G, v=None, sp=None, weight=None):
+        return _eccentricities(G, v, weight)
+
+    @staticmethod
+    def diameter(G, e=None, usebounds=False, weight=None):
+        e = e if e is not None else _eccentricities(G, None, weight)
+        return max(e.values())
+
+    @staticmethod
+    def radius(G, e=None, usebounds=False, weight=None):
+        e = e if e is not None else _eccentricities(G, None, weight)
+        return min(e.values())
+
+    @staticmethod
+    def center(G, e=None, usebounds=False, weight=None):
+        e = e if e is not None else _eccentricities(G, None, weight)
+        r = min(e.values())
+        return [v for v in e if e[v] == r]
+
+    @staticmethod
+    def periphery(G, e=None, usebounds=False, weight=None):
+        e = e if e is not None else _eccentricities(G, None, weight)
+        d = max(e.values())
+        return [v for v in e if e[v] == d]
+
+    @staticmethod
+    def approximate_diameter(G, seed=None):
+        nx = _nx()
+        n = len(_index(G))
+        if n == 0:
+            raise nx.NetworkXError("Expected non-empty NetworkX graph!")
+        if n == 1:
+            return 0
+        if sum(1 for _ in _components(G)) != 1:
+            raise nx.NetworkXError("Graph not connected.")
+        # networkx may hand over a random.Random: the engine takes an integer seed
+        return G.diameter(seed=seed if isinstance(seed, int) and seed >= 0 else 1, progress=False)
 
 
-def _unsupported(name: str, G: Any, kwargs: Dict[str, Any]) -> Optional[str]:
-    """Why outcore cannot run this call, or None when it can."""
+_WEIGHTED = {
+    "single_source_dijkstra_path_length", "single_source_bellman_ford_path_length",
+    "multi_source_dijkstra_path_length", "dijkstra_path_length", "bellman_ford_path_length",
+    "shortest_path_length", "all_pairs_dijkstra_path_length", "all_pairs_bellman_ford_path_length",
+    "eccentricity", "diameter", "radius", "center", "periphery",
+}
+_UNDIRECTED_ONLY = {
+    "connected_components", "number_connected_components", "is_connected",
+    "node_connected_component", "triangles", "transitivity", "approximate_diameter",
+    "single_target_shortest_path_length", "ancestors", "clustering", "average_clustering",
+    "barycenter",
+}
+_DIRECTED_ONLY = {"weakly_connected_components", "number_weakly_connected_components",
+                  "is_weakly_connected", "is_strongly_connected"}
+# networkx itself raises NetworkXNotImplemented for these on the wrong kind of graph: let it.
+_NX_RAISES_ON_KIND = {"connected_components", "number_connected_components", "is_connected",
+                      "node_connected_component", "triangles", "transitivity",
+                      "weakly_connected_components", "number_weakly_connected_components",
+                      "is_weakly_connected", "is_strongly_connected"}
+
+
+def _unsupported(name: str, a: Dict[str, Any]) -> Optional[str]:
+    """Why outcore cannot run this call (arguments bound by name), or None when it can."""
+    G = a.get("G")
+    if G is None:
+        return "no graph"
     if getattr(G, "is_multigraph", lambda: False)():
         return "multigraphs are not supported"
-    if name == "pagerank":
-        for key in ("personalization", "nstart", "dangling"):
-            if kwargs.get(key) is not None:
-                return f"'{key}' is not supported"
-        weight = kwargs.get("weight", "weight")
-        if G is not None and weight is not None and _has_non_unit_weights(G, weight):
-            return "weighted PageRank is not supported"
-    if name == "clustering":
-        if G is not None and G.is_directed():
-            return "directed clustering (Fagiolo) differs from Graphalytics LCC"
-        if kwargs.get("weight") is not None:
-            return "weighted clustering is not supported"
+    directed = G.is_directed()
+    if name in _UNDIRECTED_ONLY and directed and name not in _NX_RAISES_ON_KIND:
+        return "directed graphs are not supported (reverse reachability or another definition)"
+    if name in _DIRECTED_ONLY and not directed and name not in _NX_RAISES_ON_KIND:
+        return "undirected graphs are not supported"
+    check = _CHECKS.get(name)
+    if check is not None:
+        reason = check(G, a)
+        if reason is not None:
+            return reason
+    if name in _WEIGHTED:
+        weight = a.get("weight")
+        if callable(weight):
+            return "weight functions are not supported"
+        if weight is not None and _has_negative_weights(G, weight):
+            return "negative weights are not supported"
     return None
 
 
-def _require(name: str, G: Any, kwargs: Dict[str, Any]) -> None:
-    reason = _unsupported(name, G, kwargs)
-    if reason is not None:
-        raise NotImplementedError(f"outcore backend: {name}: {reason}")
+def _check_pagerank(G, a):
+    for key in ("personalization", "nstart", "dangling"):
+        if a.get(key) is not None:
+            return f"'{key}' is not supported"
+    if a["max_iter"] < 1:
+        return "max_iter must be at least 1"
+    if a["weight"] is not None and _has_non_unit_weights(G, a["weight"]):
+        return "weighted PageRank is not supported"
+    return None
 
 
-def _require_nonempty(G: Any, source: Any) -> None:
-    if G.num_vertices == 0:
-        raise _native_node_error(source)
+def _check_unweighted(G, a):
+    return "weighted clustering is not supported" if a.get("weight") is not None else None
+
+
+def _check_betweenness(G, a):
+    if a["k"] is not None:
+        return "sampled betweenness (k) draws other sources than networkx"
+    if a["weight"] is not None:
+        return "weighted betweenness is not supported"
+    if a["endpoints"]:
+        return "endpoints=True is not supported"
+    return None
+
+
+def _check_closeness(G, a):
+    return "weighted closeness (distance) is not supported" if a["distance"] is not None else None
+
+
+def _check_shortest_path_length(G, a):
+    if a["source"] is None and a["target"] is not None and G.is_directed():
+        return "distances to a target on a directed graph need reverse edges"
+    if a["method"] == "bellman-ford" and a["weight"] is not None and _has_negative_weights(G, a["weight"]):
+        return "negative weights are not supported"
+    return None
+
+
+def _check_distance_measure(G, a):
+    if a.get("usebounds"):
+        return "usebounds is not supported"
+    if a.get("sp") is not None:
+        return "precomputed sp is not supported"
+    return None
+
+
+def _check_unweighted_distances(G, a):
+    return "weighted distances are not supported" if a["weight"] is not None else None
+
+
+def _check_barycenter(G, a):
+    if a["weight"] is not None or a["attr"] is not None or a["sp"] is not None:
+        return "weight, attr and sp are not supported"
+    return None
+
+
+def _check_average_spl(G, a):
+    if a["weight"] is not None or a["method"] not in (None, "unweighted", "dijkstra", "bellman-ford"):
+        return "weighted average shortest path length is not supported"
+    return None
+
+
+_CHECKS = {
+    "pagerank": _check_pagerank,
+    "clustering": _check_unweighted,
+    "average_clustering": _check_unweighted,
+    "betweenness_centrality": _check_betweenness,
+    "closeness_centrality": _check_closeness,
+    "shortest_path_length": _check_shortest_path_length,
+    "eccentricity": _check_distance_measure,
+    "diameter": _check_distance_measure,
+    "radius": _check_distance_measure,
+    "center": _check_distance_measure,
+    "periphery": _check_distance_measure,
+    "average_shortest_path_length": _check_average_spl,
+    "wiener_index": _check_unweighted_distances,
+    "barycenter": _check_barycenter,
+}
+
+# Hook points for the algorithms the engine is gaining (networkx name -> engine algorithm name).
+# An entry is dispatched once the engine registers the name (see ``outcore.algorithms()``) and
+# ADAPTERS holds a function ``adapter(G, **networkx_arguments)`` returning networkx's shape.
+PLANNED: Dict[str, str] = {
+    "core_number": "kcore",
+    "k_core": "kcore",
+    "bfs_edges": "bfs-parents",
+    "bfs_tree": "bfs-parents",
+    "bfs_predecessors": "bfs-parents",
+    "eigenvector_centrality": "eigenvector",
+    "katz_centrality": "katz",
+    "hits": "hits",
+    "louvain_communities": "louvain",
+}
+ADAPTERS: Dict[str, Any] = {}
+
+
+def _install_planned() -> None:
+    engine = {name for name, _ in _native.algorithms()}
+    for nx_name, adapter in ADAPTERS.items():
+        if PLANNED.get(nx_name) in engine:
+            setattr(BackendInterface, nx_name, staticmethod(adapter))
 
 
 def _components(G) -> Iterable[set]:
@@ -304,7 +791,43 @@ def _has_non_unit_weights(G, weight: str) -> bool:
     return any(d.get(weight, 1) != 1 for _, _, d in G.edges(data=True))
 
 
+def _has_negative_weights(G, weight: str) -> bool:
+    if isinstance(G, EmptyGraph):
+        return False
+    if isinstance(G, Graph):
+        if not G.weighted:
+            return False
+        _, _, w = _native.edges(G.path)
+        return bool((np.asarray(w) < 0).any())
+    return any(d.get(weight, 1) < 0 for _, _, d in G.edges(data=True))
+
+
+def _raise_on_kind(name: str, func: Any) -> Any:
+    """Raises NetworkXNotImplemented as networkx's ``not_implemented_for`` would."""
+    undirected_only = name in _UNDIRECTED_ONLY
+
+    def checked(G, *args, **kwargs):
+        if G.is_directed() == undirected_only:
+            kind = "directed" if undirected_only else "undirected"
+            raise _nx().NetworkXNotImplemented(f"not implemented for {kind} type")
+        return func(G, *args, **kwargs)
+
+    checked.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
+    checked.__name__ = name
+    return checked
+
+
+for _name in _NX_RAISES_ON_KIND:
+    setattr(BackendInterface, _name, staticmethod(_raise_on_kind(_name, getattr(BackendInterface, _name))))
+
+_install_planned()
 backend_interface = BackendInterface()
+
+DISPATCHED = tuple(
+    name for name, value in vars(BackendInterface).items()
+    if isinstance(value, staticmethod) and name not in
+    ("convert_from_nx", "convert_to_nx", "can_run", "should_run")
+)
 
 
 def get_info() -> Dict[str, Any]:
@@ -314,12 +837,5 @@ def get_info() -> Dict[str, Any]:
         "project": "outcore",
         "package": "outcore",
         "short_summary": "Out-of-core graph analytics: graphs larger than memory.",
-        "functions": {
-            name: {"url": None}
-            for name in (
-                "pagerank", "single_source_shortest_path_length", "single_source_dijkstra_path_length",
-                "connected_components", "number_connected_components", "weakly_connected_components",
-                "number_weakly_connected_components", "clustering",
-            )
-        },
+        "functions": {name: {"url": None} for name in DISPATCHED},
     }
