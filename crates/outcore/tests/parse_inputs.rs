@@ -917,3 +917,82 @@ fn thread_cpu_seconds() -> f64 {
     assert_eq!(rc, 0, "clock_gettime failed");
     time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
 }
+
+// ---------------------------------------------------------------- parallel parsing
+
+/// Reads all records in full-size batches (blocks of many chunks) inside a pool of `threads`.
+fn parse_in_pool(inputs: &[PathBuf], opts: &ImportOptions, threads: usize) -> outcore::Result<Parsed> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
+    pool.install(|| {
+        let (mut source, info) = open_inputs(inputs, opts)?;
+        let mut records = Vec::new();
+        while source.read_batch(&mut records, 65_536)? {}
+        Ok(Parsed { records, info, skipped: source.skipped_lines(), bytes_consumed: source.bytes_consumed() })
+    })
+}
+
+/// A 1.5 MB edge list (many parallel chunks per block) with comments, blank lines, CRLF and
+/// padded lines, weights and extra columns, and the edges it holds, in order.
+fn mixed_edge_list(lines: usize) -> (Vec<u8>, Vec<(u64, u64)>) {
+    let (mut text, mut edges) = (Vec::new(), Vec::new());
+    for i in 0..lines as u64 {
+        let (src, dst) = (i.wrapping_mul(2_654_435_761) % 1_000_003, (i * 7919) % 999_983);
+        match i % 10 {
+            0 => text.extend_from_slice(format!("# comment {i}\n").as_bytes()),
+            1 => text.extend_from_slice(b"\n"),
+            2 => text.extend_from_slice(format!("{src}\t{dst}\r\n").as_bytes()),
+            3 => text.extend_from_slice(format!("  {src} , {dst} 1.5 extra\n").as_bytes()),
+            4 => text.extend_from_slice(format!("% {src} {dst}\r\n").as_bytes()),
+            _ => text.extend_from_slice(format!("{src} {dst}\n").as_bytes()),
+        }
+        if !matches!(i % 10, 0 | 1 | 4) {
+            edges.push((src, dst));
+        }
+    }
+    (text, edges)
+}
+
+#[test]
+fn parallel_chunks_give_the_records_and_line_numbers_of_a_single_thread() {
+    let dir = tempdir();
+    let (content, expected) = mixed_edge_list(100_000);
+    assert!(content.len() > 1 << 20, "the input must span several blocks of several chunks");
+    let inputs = [
+        write(dir.path(), "edges.txt", &content),
+        write(dir.path(), "edges.txt.gz", &gzip(&content)),
+        write(dir.path(), "edges.txt.zst", &zstd(&content)),
+    ];
+    for input in &inputs {
+        let one = std::slice::from_ref(input);
+        let parallel = parse_in_pool(one, &options(), 4).expect("parallel parse");
+        let serial = parse_in_pool(one, &options(), 1).expect("serial parse");
+        assert_eq!(parallel.pairs(), expected, "{input:?}");
+        assert_eq!(serial.pairs(), expected, "{input:?}");
+        assert_eq!(parse(one, &options()).pairs(), expected, "{input:?} in tiny batches");
+        assert_eq!(parallel.bytes_consumed, serial.bytes_consumed);
+    }
+
+    // Bad lines far from the start, in different chunks: exact numbers, in input order.
+    let mut damaged = content.clone();
+    let mut line_starts: Vec<usize> = vec![0];
+    line_starts.extend(damaged.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i + 1));
+    for line in [77_777usize, 31_415] {
+        damaged.splice(line_starts[line - 1]..line_starts[line - 1], b"x y\n".iter().copied());
+    }
+    let bad = write(dir.path(), "bad.txt", &damaged);
+    let bad_zst = write(dir.path(), "bad.txt.zst", &zstd(&damaged));
+    for (input, name) in [(&bad, "bad.txt"), (&bad_zst, "bad.txt.zst")] {
+        let one = std::slice::from_ref(input);
+        let message = parse_in_pool(one, &options(), 4).err().expect("bad line must fail").to_string();
+        assert_contains(&message, &[&format!("{name}:31415:"), "invalid vertex id 'x'"]);
+        let skip = ImportOptions { skip_bad_lines: true, ..options() };
+        let parallel = parse_in_pool(one, &skip, 4).expect("skipping parse");
+        let serial = parse_in_pool(one, &skip, 1).expect("skipping parse");
+        assert_eq!(parallel.skipped.0, 2);
+        assert_eq!(parallel.skipped, serial.skipped);
+        assert!(parallel.skipped.1[0].contains(&format!("{name}:31415:")), "{:?}", parallel.skipped.1);
+        // The second insertion shifted the first one down by one line.
+        assert!(parallel.skipped.1[1].contains(&format!("{name}:77778:")), "{:?}", parallel.skipped.1);
+        assert_eq!(parallel.pairs(), expected);
+    }
+}

@@ -90,6 +90,46 @@ impl LineReader {
         }
     }
 
+    /// A run of whole lines of at most `max_bytes` (more only for a single longer line), as
+    /// `(number of its first line, bytes)`: lines separated by `\n`, the last one possibly
+    /// without it (end of input), or `None` at the end of the input. The caller parses the
+    /// block (possibly in parallel chunks) and reports how many lines it held through
+    /// [`lines_consumed`](Self::lines_consumed), which keeps line numbers exact.
+    pub fn next_block(&mut self, max_bytes: usize) -> Result<Option<(u64, &[u8])>> {
+        let max_bytes = max_bytes.max(1);
+        while !self.eof && self.end - self.start < max_bytes && self.end - self.start < self.buf.len() / 2 {
+            self.refill()?;
+        }
+        loop {
+            let available = &self.buf[self.start..self.end];
+            let window = &available[..available.len().min(max_bytes)];
+            let take = match window.iter().rposition(|&b| b == b'\n') {
+                Some(last_newline) => Some(last_newline + 1),
+                // One line longer than `max_bytes`, or the last line of the input.
+                None => match find_newline(available) {
+                    Some(offset) => Some(offset + 1),
+                    None if self.eof && !available.is_empty() => Some(available.len()),
+                    None => None,
+                },
+            };
+            match take {
+                Some(len) => {
+                    let block_start = self.start;
+                    self.start += len;
+                    return Ok(Some((self.line_number + 1, &self.buf[block_start..block_start + len])));
+                }
+                None if self.eof => return Ok(None),
+                // A line longer than `max_bytes` (or than what is buffered): read on.
+                None => self.refill()?,
+            }
+        }
+    }
+
+    /// Counts the lines of the block last returned by [`next_block`](Self::next_block).
+    pub fn lines_consumed(&mut self, lines: u64) {
+        self.line_number += lines;
+    }
+
     /// Moves the unconsumed tail to the front of the buffer and reads more after it.
     fn refill(&mut self) -> Result<()> {
         if self.start > 0 {
