@@ -75,9 +75,9 @@ impl ShardLayout {
         // Read the manifest afresh: another run may have built the layout since the store was opened.
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
         if manifest.layouts.contains_key(&name) {
-            if let Ok(layout) = Self::open(store, shards, &manifest) {
-                return Ok(layout);
-            }
+            // A listed layout that fails its checks is damaged: say so (exit 66, the file
+            // named) rather than rebuild it silently over the evidence.
+            return Self::open(store, shards, &manifest);
         }
         build(store, shards, buffer_bytes, progress)?;
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
