@@ -96,11 +96,15 @@ fn damaged_stores_are_refused_with_the_file_named() {
     let err = Store::open(&path).unwrap_err().to_string();
     assert!(err.contains("csr-out/targets") && err.contains("truncated"), "{err}");
 
-    // same size, flipped byte
+    // same size, flipped byte: found by the first read of its block (block checksums), and
+    // by a full verification
     let mut flipped = bytes.clone();
     flipped[0] ^= 0xff;
     std::fs::write(&targets, &flipped).unwrap();
-    let err = Store::open(&path).unwrap_err().to_string();
+    let store = Store::open(&path).unwrap();
+    let err = store.csr(Direction::Out).and_then(|c| c.load()).unwrap_err().to_string();
+    assert!(err.contains("csr-out/targets") && err.contains("checksum mismatch in bytes 0.."), "{err}");
+    let err = store.verify().unwrap_err().to_string();
     assert!(err.contains("csr-out/targets") && err.contains("checksum"), "{err}");
 
     // missing manifest: not a store

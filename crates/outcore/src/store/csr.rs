@@ -5,6 +5,8 @@
 //! Engines read these files with positional reads through their own buffers; only the
 //! in-memory engine loads them whole ([`CsrLayout::load`]).
 
+use std::path::Path;
+
 use super::files::{u64s_from_le_bytes, StoreFile};
 use super::Store;
 use crate::error::{Error, Result};
@@ -95,18 +97,21 @@ impl CsrLayout {
         edge_offset * self.target_bytes
     }
 
-    /// Reads `offsets[first..first + out.len()]`.
+    /// Reads `offsets[first..first + out.len()]`, checked to be non-decreasing and at most the
+    /// arc count (offsets index the targets: a bad one would read outside them).
     pub fn read_offsets(&self, first: u64, out: &mut [u64]) -> Result<()> {
-        self.offsets.read_u64s_at(first, out)
+        self.offsets.read_u64s_at(first, out)?;
+        check_offsets(self.offsets.path(), out, self.arcs)
     }
 
-    /// Decodes targets of edges `[first, first + count)` into `out` (cleared first).
+    /// Decodes targets of edges `[first, first + count)` into `out` (cleared first), checked
+    /// to be vertex ids of the graph.
     pub fn read_targets(&self, first: u64, count: u64, out: &mut Vec<u64>) -> Result<()> {
         out.clear();
         let mut bytes = vec![0u8; (count * self.target_bytes) as usize];
         self.targets.read_exact_at(&mut bytes, first * self.target_bytes)?;
         decode_targets(&bytes, self.target_bytes, out);
-        Ok(())
+        check_ids(self.targets.path(), out, self.vertices)
     }
 
     /// Reads the weights of edges `[first, first + count)` into `out` (cleared first); the
@@ -125,7 +130,13 @@ impl CsrLayout {
     pub fn load(&self) -> Result<InMemoryCsr> {
         const CHUNK_BYTES: u64 = 1 << 20;
         let mut offsets = vec![0u64; (self.vertices + 1) as usize];
-        self.offsets.read_u64s_at(0, &mut offsets)?;
+        self.read_offsets(0, &mut offsets)?;
+        if offsets.first() != Some(&0) || offsets.last() != Some(&self.arcs) {
+            return Err(Error::store(
+                self.offsets.path(),
+                "offsets do not run from 0 to the arc count: the file is corrupted",
+            ));
+        }
         let mut targets = Vec::with_capacity(self.arcs as usize);
         let mut buf = Vec::new();
         let per_chunk = CHUNK_BYTES / self.target_bytes;
@@ -134,7 +145,9 @@ impl CsrLayout {
             let count = per_chunk.min(self.arcs - first);
             buf.resize((count * self.target_bytes) as usize, 0);
             self.targets.read_exact_at(&mut buf, first * self.target_bytes)?;
+            let at = targets.len();
             decode_targets(&buf, self.target_bytes, &mut targets);
+            check_ids(self.targets.path(), &targets[at..], self.vertices)?;
             first += count;
         }
         let weights = match &self.weights {
@@ -166,4 +179,46 @@ pub fn decode_targets(bytes: &[u8], width: u64, out: &mut Vec<u64>) {
     } else {
         out.extend(u64s_from_le_bytes(bytes));
     }
+}
+
+/// Checks decoded vertex ids against the vertex count: one maximum over the slice (vectorised)
+/// and, only when it fails, a search for the culprit. An id out of range is corruption of
+/// `path` (exit 66), never an index panic in an engine.
+pub fn check_ids(path: &Path, ids: &[u64], vertices: u64) -> Result<()> {
+    let max = ids.iter().fold(0u64, |m, &t| m.max(t));
+    if ids.is_empty() || max < vertices {
+        return Ok(());
+    }
+    let at = ids.iter().position(|&t| t >= vertices).unwrap_or(0);
+    Err(Error::store(
+        path,
+        format!(
+            "vertex id {} (item {at} of a read) is out of range for {vertices} vertices: the file is corrupted",
+            ids[at]
+        ),
+    ))
+}
+
+/// [`check_ids`] on little-endian ids of `width` bytes (4 or 8), before they are decoded.
+pub fn check_encoded_ids(path: &Path, bytes: &[u8], width: u64, vertices: u64) -> Result<()> {
+    let max = if width == 4 {
+        bytes.chunks_exact(4).fold(0u64, |m, c| m.max(u32::from_le_bytes(c.try_into().unwrap()) as u64))
+    } else {
+        bytes.chunks_exact(8).fold(0u64, |m, c| m.max(u64::from_le_bytes(c.try_into().unwrap())))
+    };
+    if max < vertices {
+        return Ok(());
+    }
+    let mut ids = Vec::new();
+    decode_targets(bytes, width, &mut ids);
+    check_ids(path, &ids, vertices)
+}
+
+/// Checks a run of offsets: non-decreasing and at most `arcs`.
+pub fn check_offsets(path: &Path, offsets: &[u64], arcs: u64) -> Result<()> {
+    let ok = offsets.windows(2).all(|w| w[0] <= w[1]) && offsets.last().is_none_or(|&o| o <= arcs);
+    if ok {
+        return Ok(());
+    }
+    Err(Error::store(path, format!("offsets are not non-decreasing up to the arc count {arcs}: the file is corrupted")))
 }

@@ -4,7 +4,9 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::blocks::{BlockHasher, FileChecks};
 use super::manifest::FileEntry;
 use crate::error::{Error, IoContext, Result};
 use crate::runtime::IoCounters;
@@ -47,6 +49,7 @@ pub struct StoreFileWriter {
     path: PathBuf,
     out: BufWriter<File>,
     hasher: crc32fast::Hasher,
+    blocks: BlockHasher,
     bytes: u64,
     counters: IoCounters,
 }
@@ -61,6 +64,7 @@ impl StoreFileWriter {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(1 << 20, file),
             hasher: crc32fast::Hasher::new(),
+            blocks: BlockHasher::default(),
             bytes: 0,
             counters,
         })
@@ -68,6 +72,7 @@ impl StoreFileWriter {
 
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
         self.hasher.update(bytes);
+        self.blocks.update(bytes);
         self.bytes += bytes.len() as u64;
         self.counters.record_write(bytes.len() as u64);
         let path = &self.path;
@@ -90,30 +95,57 @@ impl StoreFileWriter {
         self.bytes
     }
 
-    /// Flushes and fsyncs the file; returns its size and checksum for the manifest.
+    /// Flushes and fsyncs the file and its block-checksum sidecar; returns its size and
+    /// checksums for the manifest.
     pub fn finish(self) -> Result<FileEntry> {
         let path = self.path.clone();
         let file =
             self.out.into_inner().map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
         file.sync_all().context(|| format!("syncing {}", path.display()))?;
-        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize() })
+        let blocks_crc32c = Some(self.blocks.write_sidecar(&path, true)?);
+        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize(), blocks_crc32c })
     }
 }
 
 /// A store file opened for counted reads: positional (`read_exact_at`) or sequential.
+/// Opened through [`Store::file`](super::Store::file), every read is checked against the file's
+/// block checksums ([`super::blocks`]) before it returns.
 #[derive(Debug)]
 pub struct StoreFile {
     path: PathBuf,
     file: File,
     len: u64,
     counters: IoCounters,
+    checks: Option<Arc<FileChecks>>,
 }
 
 impl StoreFile {
+    /// Opens a file without block checks (work files outside the manifest).
     pub fn open(path: &Path, counters: IoCounters) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
         let len = file.metadata().context(|| format!("reading metadata of {}", path.display()))?.len();
-        Ok(StoreFile { path: path.to_path_buf(), file, len, counters })
+        Ok(StoreFile { path: path.to_path_buf(), file, len, counters, checks: None })
+    }
+
+    /// Opens a store file whose reads are verified by `checks`.
+    pub fn open_checked(path: &Path, counters: IoCounters, checks: Arc<FileChecks>) -> Result<Self> {
+        let mut file = Self::open(path, counters)?;
+        file.checks = Some(checks);
+        Ok(file)
+    }
+
+    /// The block checks, for readers that read through [`raw`](Self::raw) (direct or io_uring
+    /// reads): they must pass what they read to [`verify`](Self::verify).
+    pub fn checks(&self) -> Option<&Arc<FileChecks>> {
+        self.checks.as_ref()
+    }
+
+    /// Verifies bytes read at `offset` against the block checksums (a no-op without them).
+    pub fn verify(&self, bytes: &[u8], offset: u64) -> Result<()> {
+        match &self.checks {
+            Some(c) => c.verify(bytes, offset),
+            None => Ok(()),
+        }
     }
 
     pub fn len(&self) -> u64 {
@@ -138,7 +170,7 @@ impl StoreFile {
             Error::store(&self.path, format!("read of {} bytes at offset {offset} failed: {e}", buf.len()))
         })?;
         self.counters.record_read(buf.len() as u64);
-        Ok(())
+        self.verify(buf, offset)
     }
 
     /// Reads little-endian u64s `[first, first + out.len())`.

@@ -30,6 +30,10 @@ pub enum WeightType {
 pub struct FileEntry {
     pub bytes: u64,
     pub crc32: u32,
+    /// CRC32C of the file's block-checksum sidecar (`FILE.crc32c`, see [`super::blocks`]);
+    /// absent in stores written before block checksums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks_crc32c: Option<u32>,
 }
 
 /// A built layout: its files and the parameters it was built with.

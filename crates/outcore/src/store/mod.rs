@@ -13,10 +13,13 @@
 //!   csr-in/...           the same grouped by target (directed stores only; an undirected
 //!                        store keeps both directions in csr-out, which then serves as csr-in)
 //! ```
-//! Every file has its size and CRC-32 in the manifest. Opening checks the format version, every
-//! file's size, and the CRC of files up to [`QUICK_VERIFY_LIMIT`]; [`Store::verify`] checks all.
+//! Every file has its size and CRC-32 in the manifest, and a sidecar `FILE.crc32c` of CRC32C
+//! block checksums verified as the file is read ([`blocks`]). Opening checks the format version
+//! and every file's size; every read through [`Store::file`] checks the blocks it touches before
+//! returning them; [`Store::verify`] (`info --verify`) checks every file and sidecar whole.
 //! Only this module and the spill/stream modules of the engines open files (ARCHITECTURE.md).
 
+pub mod blocks;
 pub mod build;
 pub mod csr;
 pub mod files;
@@ -24,8 +27,11 @@ pub mod ids;
 pub mod manifest;
 pub mod order;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
+pub use blocks::FileChecks;
 pub use build::{build_in_memory, InMemoryGraph, OriginalIds, StoreBuilder};
 pub use csr::{CsrLayout, Direction, InMemoryCsr};
 pub use files::{write_atomic, StoreFile, StoreFileWriter};
@@ -35,7 +41,8 @@ pub use manifest::{FileEntry, IdType, LayoutEntry, Manifest, WeightType, FORMAT_
 use crate::error::{Error, IoContext, Result};
 use crate::runtime::IoCounters;
 
-/// Files up to this size are checksummed every time a store is opened.
+/// In stores without block checksums, files up to this size are checksummed every time the
+/// store is opened (the others on their first read, [`blocks`]).
 pub const QUICK_VERIFY_LIMIT: u64 = 16 << 20;
 
 /// An open, validated store.
@@ -44,6 +51,8 @@ pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
     counters: IoCounters,
+    /// Block checks of the files opened so far, shared by clones (one verification per block).
+    checks: Arc<Mutex<HashMap<String, Arc<FileChecks>>>>,
 }
 
 impl Store {
@@ -66,7 +75,7 @@ impl Store {
             ));
         }
         let manifest = Manifest::read(&manifest_path)?;
-        let store = Store { dir, manifest, counters };
+        let store = Store { dir, manifest, counters, checks: Default::default() };
         store.check_files(false)?;
         Ok(store)
     }
@@ -87,7 +96,12 @@ impl Store {
                     format!("size is {} bytes, the manifest says {} (truncated or damaged)", meta.len(), entry.bytes),
                 ));
             }
-            if full || entry.bytes <= QUICK_VERIFY_LIMIT {
+            // Files with block checksums are verified block by block as they are read; only
+            // old stores' small files are checked whole on open.
+            if full {
+                FileChecks::load(&path, entry)?;
+            }
+            if full || (entry.blocks_crc32c.is_none() && entry.bytes <= QUICK_VERIFY_LIMIT) {
                 let crc = files::crc32_of_file(&path)?;
                 if crc != entry.crc32 {
                     return Err(Error::store(
@@ -117,7 +131,7 @@ impl Store {
 
     /// The same store with reads counted in other counters (one set per run).
     pub fn with_counters(&self, counters: IoCounters) -> Store {
-        Store { dir: self.dir.clone(), manifest: self.manifest.clone(), counters }
+        Store { dir: self.dir.clone(), manifest: self.manifest.clone(), counters, checks: self.checks.clone() }
     }
 
     pub fn num_vertices(&self) -> u64 {
@@ -141,9 +155,24 @@ impl Store {
         self.dir.join(rel)
     }
 
-    /// Opens a store file for positional and sequential reads, counted.
+    /// Opens a store file for positional and sequential reads, counted, and verified against
+    /// its block checksums when the manifest lists it.
     pub fn file(&self, rel: &str) -> Result<StoreFile> {
-        StoreFile::open(&self.dir.join(rel), self.counters.clone())
+        let path = self.dir.join(rel);
+        match self.checks(rel)? {
+            Some(checks) => StoreFile::open_checked(&path, self.counters.clone(), checks),
+            None => StoreFile::open(&path, self.counters.clone()),
+        }
+    }
+
+    /// The block checks of a manifest file (None for files the manifest does not list).
+    pub fn checks(&self, rel: &str) -> Result<Option<Arc<FileChecks>>> {
+        let Some(entry) = self.manifest.files.get(rel) else { return Ok(None) };
+        if let Some(c) = self.checks.lock().unwrap().get(rel) {
+            return Ok(Some(c.clone()));
+        }
+        let loaded = Arc::new(FileChecks::load(&self.dir.join(rel), entry)?);
+        Ok(Some(self.checks.lock().unwrap().entry(rel.to_string()).or_insert(loaded).clone()))
     }
 
     /// The adjacency layout for a direction (`In` on an undirected store is `csr-out`).
@@ -159,6 +188,7 @@ impl Store {
     /// and rewrites the manifest atomically.
     pub fn add_layout(&mut self, name: &str, layout: LayoutEntry, files: Vec<(String, FileEntry)>) -> Result<()> {
         for (rel, entry) in files {
+            self.checks.lock().unwrap().remove(&rel);
             self.manifest.files.insert(rel, entry);
         }
         self.manifest.layouts.insert(name.to_string(), layout);
@@ -172,6 +202,7 @@ impl Store {
             return Ok(());
         };
         for rel in &layout.files {
+            self.checks.lock().unwrap().remove(rel);
             self.manifest.files.remove(rel);
         }
         self.manifest.write(&self.dir.join(manifest::MANIFEST_FILE))?;

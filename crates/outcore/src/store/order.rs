@@ -87,7 +87,9 @@ impl VertexOrder {
 
 /// Reads all `offsets` of a layout (|V| + 1 values).
 pub fn read_all_offsets(layout: &CsrLayout) -> Result<Vec<u64>> {
-    Ok(u64s_from_le_bytes(&layout.offsets.read_all()?))
+    let offsets = u64s_from_le_bytes(&layout.offsets.read_all()?);
+    super::csr::check_offsets(layout.offsets.path(), &offsets, layout.arcs)?;
+    Ok(offsets)
 }
 
 /// In-degree of every vertex (from `csr-in`'s offsets; `csr-out`'s on undirected stores).
@@ -186,6 +188,7 @@ impl RandomAccessLists {
             for (i, piece) in all.chunks_mut(PIECE_BYTES).enumerate() {
                 layout.targets.read_exact_at(piece, (i * PIECE_BYTES) as u64)?;
             }
+            super::csr::check_encoded_ids(layout.targets.path(), &all, layout.target_bytes, layout.vertices)?;
             Some(all)
         } else {
             None

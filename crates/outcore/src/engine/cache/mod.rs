@@ -329,7 +329,11 @@ impl CacheEngine {
 
         let mut files = Vec::new();
         for (rel, &first_page) in rels.iter().zip(&sizes) {
-            files.push(PagedFile::open(store.file(rel)?, first_page, page_size));
+            let mut file = PagedFile::open(store.file(rel)?, first_page, page_size);
+            if rel.ends_with("/targets") && page_size % target_bytes == 0 {
+                file.ids = Some((target_bytes, n));
+            }
+            files.push(file);
         }
         setup.insert("cache_io_mode".into(), files[0].mode.name().into());
         let out = Adjacency {

@@ -25,6 +25,7 @@ use crossbeam_channel::Sender;
 use super::page_cache::{FramePtr, FRAME_ALIGN};
 use crate::error::{Error, Result};
 use crate::runtime::IoCounters;
+use crate::store::csr::check_encoded_ids;
 use crate::store::StoreFile;
 
 /// Upper bound of pages in one merged request (below Linux's IOV_MAX of 1024).
@@ -57,6 +58,8 @@ pub struct PagedFile {
     pub pages: u64,
     pub mode: IoMode,
     pub page_size: u64,
+    /// For a targets file: (bytes per id, vertex count) to check every page's ids against.
+    pub ids: Option<(u64, u64)>,
 }
 
 impl PagedFile {
@@ -71,7 +74,7 @@ impl PagedFile {
             IoMode::BufferedDontNeed
         };
         drop_from_os_cache(&file, 0, len);
-        PagedFile { file, len, first_page, pages, mode, page_size }
+        PagedFile { file, len, first_page, pages, mode, page_size, ids: None }
     }
 
     /// Valid bytes of local page `page` (the last page of a file may be short).
@@ -202,6 +205,14 @@ pub fn perform(file: &PagedFile, request: &ReadRequest, counters: &IoCounters) -
                 }
                 done += r as usize;
             }
+        }
+    }
+    for (i, (frame, &valid)) in request.frames.iter().zip(&request.valid).enumerate() {
+        // SAFETY: the frame holds `valid` bytes just read, and is still ours (see above).
+        let bytes = unsafe { std::slice::from_raw_parts(frame.0 as *const u8, valid) };
+        file.file.verify(bytes, offset + i as u64 * file.page_size)?;
+        if let Some((width, vertices)) = file.ids {
+            check_encoded_ids(file.file.path(), bytes, width, vertices)?;
         }
     }
     counters.record_read(expected as u64);

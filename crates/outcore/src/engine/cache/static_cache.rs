@@ -74,6 +74,7 @@ impl StaticCache {
         let tb = layout.target_bytes;
         let mut report = LoadReport::default();
         let targets = load_packed(&layout.targets, offsets, selected, tb, total, &mut report)?;
+        crate::store::csr::check_encoded_ids(layout.targets.path(), &targets, tb, layout.vertices)?;
         let weights = match (&layout.weights, with_weights) {
             (Some(file), true) => Some(load_packed(file, offsets, selected, 8, total, &mut report)?),
             _ => None,

@@ -91,6 +91,7 @@ use super::stream::IndexedBitmap;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::runtime::{format_size, ProgressBar, ProgressUnit};
+use crate::store::csr::check_encoded_ids;
 use crate::store::files::{u32s_from_le_bytes, u64s_from_le_bytes};
 use crate::store::{Store, StoreFile};
 use crate::transport::{InProcessTransport, ReduceOp, Tag, Transport};
@@ -671,6 +672,7 @@ fn run_rank<Q: NeighborhoodQuery>(ctx: &RunContext<'_, Q>, transport: &dyn Trans
             let start = first as usize + c * chunk;
             ids.resize(values.len() * 4, 0);
             old_of_new.read_exact_at(&mut ids, start as u64 * 4)?;
+            check_encoded_ids(old_of_new.path(), &ids, 4, ctx.output.len() as u64)?;
             for (k, old) in ids.chunks_exact(4).enumerate() {
                 let old = u32::from_le_bytes(old.try_into().unwrap()) as usize;
                 let output = query.vertex_apply(old as VertexId, ctx.degree[start + k] as u64, values[k]);
@@ -703,6 +705,7 @@ fn share_over_ranks<Q: NeighborhoodQuery>(
         let b = (a + per_round).min(hi);
         ids.resize((b - a) as usize * 4, 0);
         old_of_new.read_exact_at(&mut ids, a * 4)?;
+        check_encoded_ids(old_of_new.path(), &ids, 4, ctx.output.len() as u64)?;
         let mut bytes = Vec::with_capacity((b - a) as usize * 12);
         for old in ids.chunks_exact(4) {
             bytes.extend_from_slice(old);

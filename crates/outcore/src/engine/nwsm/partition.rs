@@ -30,7 +30,6 @@ use super::pages::{PageBuilder, MIN_PAGE_SIZE};
 use super::query::{check_vertex_count, full_list, Nbr};
 use crate::error::{Error, IoContext, Result};
 use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
-use crate::store::files::u64s_from_le_bytes;
 use crate::store::manifest::{FileEntry, LayoutEntry};
 use crate::store::{Direction, Store, StoreFileWriter};
 use crate::VertexId;
@@ -218,9 +217,9 @@ pub fn build(
     let arena_entries = ((budget.bytes() - fixed) / 2 / 8).max(1 << 10);
     let scan_edges = (arena_entries / 4).clamp(1 << 10, 1 << 22);
 
-    let out_offsets = u64s_from_le_bytes(&store.csr(Direction::Out)?.offsets.read_all()?);
+    let out_offsets = crate::store::order::read_all_offsets(&store.csr(Direction::Out)?)?;
     let in_offsets =
-        if directed { Some(u64s_from_le_bytes(&store.csr(Direction::In)?.offsets.read_all()?)) } else { None };
+        if directed { Some(crate::store::order::read_all_offsets(&store.csr(Direction::In)?)?) } else { None };
 
     // 1. Degrees of the full lists.
     let bar = progress.start("bbp: degrees", Some(n), ProgressUnit::Vertices);

@@ -76,6 +76,20 @@ pub struct RankPart {
     pub vertices: u64,
     pub out_arcs: u64,
     pub in_arcs: u64,
+    /// Size and checksums of the rank's files (by name in its directory): reads of them are
+    /// verified against their block checksums (`store::blocks`). Absent in older partitions.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, crate::store::FileEntry>,
+}
+
+impl RankPart {
+    /// The block checks of the rank's file `name` in `dir` (None for older partitions).
+    pub fn checks(&self, dir: &Path, name: &str) -> Result<Option<std::sync::Arc<crate::store::FileChecks>>> {
+        match self.files.get(name) {
+            Some(entry) => Ok(Some(std::sync::Arc::new(crate::store::FileChecks::load(&dir.join(name), entry)?))),
+            None => Ok(None),
+        }
+    }
 }
 
 /// `partition.json`: the description of a partitioned store.
@@ -408,7 +422,7 @@ fn write_basic_rank(
     let mut vertices = StoreFileWriter::create(&dir.join("vertices"), counters.clone())?;
     let mut out = StoreFileWriter::create(&dir.join("edges-out"), counters.clone())?;
     let mut inn = if directed { Some(StoreFileWriter::create(&dir.join("edges-in"), counters.clone())?) } else { None };
-    let mut part = RankPart { vertices: 0, out_arcs: 0, in_arcs: 0 };
+    let mut part = RankPart { vertices: 0, out_arcs: 0, in_arcs: 0, files: Default::default() };
 
     let total = store.num_arcs() * if directed { 2 } else { 1 };
     let bar = job.progress.start(&format!("partitioning (rank {rank})"), Some(total), ProgressUnit::Edges);
@@ -451,10 +465,10 @@ fn write_basic_rank(
         part.vertices += 1;
     }
     bar.finish();
-    vertices.finish()?;
-    out.finish()?;
+    part.files.insert("vertices".into(), vertices.finish()?);
+    part.files.insert("edges-out".into(), out.finish()?);
     if let Some(inn) = inn {
-        inn.finish()?;
+        part.files.insert("edges-in".into(), inn.finish()?);
     }
     Ok(part)
 }

@@ -396,6 +396,9 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
     if bytes.len() as u64 != info.parts[rank].vertices * VERTEX_RECORD_BYTES {
         return Err(Error::store(&path, "vertex file does not match partition.json"));
     }
+    if let Some(checks) = info.parts[rank].checks(dir, "vertices")? {
+        checks.verify(&bytes, 0)?;
+    }
     Ok(bytes
         .chunks_exact(VERTEX_RECORD_BYTES as usize)
         .map(|r| VertexRecord {
@@ -653,7 +656,10 @@ fn compute_unit<S: StepProgram>(
     let t = settings.transport;
     let (rank, ranks) = (t.rank(), t.ranks());
     let counters = runner.store().counters().clone();
-    let open = |name: &str| EdgeStream::open(&rank_dir.join(name), counters.clone());
+    let open = |name: &str| {
+        let path = rank_dir.join(name);
+        EdgeStream::open_checked(&path, counters.clone(), info.parts[rank].checks(rank_dir, name)?)
+    };
     let mut halted = vec![false; vertices.len()];
     let mut previous = Totals::new(program.aggregate_width());
     let mut arrived: Option<Incoming<S::Msg>> = None;

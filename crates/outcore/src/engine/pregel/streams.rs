@@ -7,9 +7,11 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{IoContext, Result};
 use crate::runtime::IoCounters;
+use crate::store::FileChecks;
 
 /// The buffer of an edge stream (GraphD's 64 KiB).
 pub const EDGE_BUFFER_BYTES: usize = 64 << 10;
@@ -25,6 +27,9 @@ pub struct EdgeStream {
     filled: usize,
     at: usize,
     pub seeks: u64,
+    /// File offset just past the buffered bytes, and the store's block checks of the file.
+    pos: u64,
+    checks: Option<Arc<FileChecks>>,
 }
 
 impl EdgeStream {
@@ -38,7 +43,16 @@ impl EdgeStream {
             filled: 0,
             at: 0,
             seeks: 0,
+            pos: 0,
+            checks: None,
         })
+    }
+
+    /// Opens a store file whose reads are verified against its block checksums.
+    pub fn open_checked(path: &Path, counters: IoCounters, checks: Option<Arc<FileChecks>>) -> Result<EdgeStream> {
+        let mut stream = Self::open(path, counters)?;
+        stream.checks = checks;
+        Ok(stream)
     }
 
     /// Reads the next `bytes` bytes into `out` (cleared first).
@@ -67,6 +81,7 @@ impl EdgeStream {
             .seek(SeekFrom::Current((bytes - left) as i64))
             .context(|| format!("seeking in {}", path.display()))?;
         self.seeks += 1;
+        self.pos += bytes - left;
         self.filled = 0;
         self.at = 0;
         Ok(())
@@ -79,6 +94,10 @@ impl EdgeStream {
             return Err(crate::Error::store(path, "edge stream ends early"));
         }
         self.counters.record_read(n as u64);
+        if let Some(checks) = &self.checks {
+            checks.verify(&self.buffer[..n], self.pos)?;
+        }
+        self.pos += n as u64;
         self.filled = n;
         self.at = 0;
         Ok(())

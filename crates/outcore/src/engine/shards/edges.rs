@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use super::layout::{run_record_bytes, LayoutFileWriter, ShardLayout};
 use crate::error::{Error, IoContext, Result};
 use crate::runtime::IoCounters;
-use crate::store::csr::decode_targets;
+use crate::store::csr::{check_ids, decode_targets};
 use crate::store::StoreFile;
 use crate::VertexId;
 
@@ -220,6 +220,9 @@ pub struct ShardFiles<'a> {
     edge_start: &'a [u64],
     width: u64,
     record: usize,
+    /// Vertex count every decoded source and target must be below (store shards; work
+    /// shards written by this run are not checked).
+    vertices: u64,
 }
 
 impl<'a> ShardFiles<'a> {
@@ -241,6 +244,7 @@ impl<'a> ShardFiles<'a> {
             edge_start: &layout.edge_start[k],
             width: layout.width,
             record,
+            vertices: layout.intervals[layout.shards],
         }
     }
 
@@ -257,6 +261,7 @@ impl<'a> ShardFiles<'a> {
             edge_start: &d.edge_start,
             width,
             record,
+            vertices: u64::MAX,
         }
     }
 
@@ -290,6 +295,12 @@ impl<'a> ShardFiles<'a> {
         self.targets.read_at(&mut buf, e0 * self.width)?;
         section.targets.reserve(edges);
         decode_targets(&buf, self.width, &mut section.targets);
+        if let Source::Store(f) = self.targets {
+            check_ids(f.path(), &section.targets, self.vertices)?;
+        }
+        if let Source::Store(f) = self.runs {
+            check_ids(f.path(), &section.sources, self.vertices)?;
+        }
         if let Some(weights) = &self.weights {
             buf.resize(edges * 8, 0);
             weights.read_at(&mut buf, e0 * 8)?;

@@ -75,9 +75,9 @@ impl ShardLayout {
         // Read the manifest afresh: another run may have built the layout since the store was opened.
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
         if manifest.layouts.contains_key(&name) {
-            if let Ok(layout) = Self::open(store, shards, &manifest) {
-                return Ok(layout);
-            }
+            // A listed layout that fails its checks is damaged: say so (exit 66, the file
+            // named) rather than rebuild it silently over the evidence.
+            return Self::open(store, shards, &manifest);
         }
         build(store, shards, buffer_bytes, progress)?;
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
@@ -109,6 +109,12 @@ impl ShardLayout {
             if index.len() != 2 * (shards + 1) {
                 return Err(Error::store(store.path(&name), format!("shard {j} index has the wrong size")));
             }
+            let index_path = store.path(&format!("{name}/shard-{j}.index"));
+            let width = target_bytes_for(store.num_vertices());
+            let runs_len = manifest.files.get(&format!("{name}/shard-{j}.runs")).map_or(0, |f| f.bytes);
+            let targets_len = manifest.files.get(&format!("{name}/shard-{j}.targets")).map_or(0, |f| f.bytes);
+            crate::store::csr::check_offsets(&index_path, &index[..shards + 1], runs_len / (width + 4))?;
+            crate::store::csr::check_offsets(&index_path, &index[shards + 1..], targets_len / width)?;
             run_start.push(index[..shards + 1].to_vec());
             edge_start.push(index[shards + 1..].to_vec());
             runs.push(store.file(&format!("{name}/shard-{j}.runs"))?);
@@ -162,6 +168,7 @@ pub(crate) struct LayoutFileWriter {
     path: PathBuf,
     out: CountingWriter<BufWriter<File>>,
     hasher: crc32fast::Hasher,
+    blocks: crate::store::blocks::BlockHasher,
     bytes: u64,
 }
 
@@ -172,12 +179,14 @@ impl LayoutFileWriter {
             path: path.to_path_buf(),
             out: CountingWriter::new(BufWriter::with_capacity(buffer_bytes, file), counters),
             hasher: crc32fast::Hasher::new(),
+            blocks: Default::default(),
             bytes: 0,
         })
     }
 
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
         self.hasher.update(bytes);
+        self.blocks.update(bytes);
         self.bytes += bytes.len() as u64;
         let path = &self.path;
         self.out.write_all(bytes).context(|| format!("writing {}", path.display()))
@@ -197,7 +206,8 @@ impl LayoutFileWriter {
         if sync {
             file.sync_all().context(|| format!("syncing {}", path.display()))?;
         }
-        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize() })
+        let blocks_crc32c = Some(self.blocks.write_sidecar(&path, sync)?);
+        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize(), blocks_crc32c })
     }
 }
 

@@ -244,9 +244,11 @@ fn open_layout(
     if offsets.windows(2).any(|w| w[0] > w[1]) || offsets.last() != Some(&csr.arcs) {
         return Err(Error::store(csr.offsets.path(), "offsets are not monotone or do not end at the arc count"));
     }
-    let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct)?;
+    let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct)?
+        .with_checks(csr.targets.checks().cloned())
+        .with_id_bound(csr.vertices);
     let weights = match (&csr.weights, weights) {
-        (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct)?),
+        (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct)?.with_checks(w.checks().cloned())),
         _ => None,
     };
     Ok((StreamLayout { name: csr.name, offsets }, LayoutFiles { targets, weights }))

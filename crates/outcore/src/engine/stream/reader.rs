@@ -25,12 +25,15 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::schedule::Chunk;
 use crate::error::{Error, Result};
 use crate::runtime::{CancelToken, IoCounters};
+use crate::store::csr::check_encoded_ids;
+use crate::store::FileChecks;
 
 /// Alignment of direct I/O (file offsets, lengths and buffer addresses).
 pub const DIRECT_ALIGN: u64 = 4096;
@@ -99,6 +102,10 @@ pub struct EdgeFile {
     len: u64,
     /// Bytes per edge in this file (4 or 8 for targets, 8 for weights).
     pub width: u64,
+    /// The store's block checks of this file: every read is verified before it is used.
+    checks: Option<Arc<FileChecks>>,
+    /// For a targets file: the vertex count every id read must be below.
+    ids_below: Option<u64>,
 }
 
 impl EdgeFile {
@@ -108,7 +115,19 @@ impl EdgeFile {
         let len = buffered.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
         let direct =
             if want_direct { OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok() } else { None };
-        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width })
+        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width, checks: None, ids_below: None })
+    }
+
+    /// Verifies every read against the store's block checksums of the file.
+    pub fn with_checks(mut self, checks: Option<Arc<FileChecks>>) -> EdgeFile {
+        self.checks = checks;
+        self
+    }
+
+    /// Checks every id read (a targets file, ids of `width` bytes) against the vertex count.
+    pub fn with_id_bound(mut self, vertices: u64) -> EdgeFile {
+        self.ids_below = Some(vertices);
+        self
     }
 
     pub fn len(&self) -> u64 {
@@ -146,6 +165,14 @@ impl EdgeFile {
                 &self.path,
                 format!("file ends at {} bytes, expected at least {}", offset + got as u64, offset + needed as u64),
             ));
+        }
+        if let Some(checks) = &self.checks {
+            checks.verify(&buf[..got], offset)?;
+        }
+        if let Some(vertices) = self.ids_below {
+            // Reads start at a multiple of the width (aligned to it or to DIRECT_ALIGN).
+            let whole = got - got % self.width as usize;
+            check_encoded_ids(&self.path, &buf[..whole], self.width, vertices)?;
         }
         Ok(got)
     }
