@@ -150,6 +150,36 @@ pub trait VertexProgram: Sync + Send {
         None
     }
 
+    /// True when the program also has a dense *pull* form (Beamer et al., "Direction-Optimizing
+    /// Breadth-First Search", SC'12; Ligra's `edgeMapDense`, PPoPP'13 §4). Default off.
+    ///
+    /// In a pull iteration an engine visits every vertex `t` for which
+    /// [`pull_wants`](Self::pull_wants) holds, scans its arcs *against* the program's
+    /// direction (in-arcs `s → t` for [`EdgeDirection::Out`], out-arcs for
+    /// [`EdgeDirection::In`]), folds `scatter(value(s), EdgeRef { source: s, target: t, .. })`
+    /// of the active `s` with `combine` in ascending `s` order, and stops as soon as
+    /// [`pull_satisfied`](Self::pull_satisfied) holds for the fold so far. A program that says
+    /// true promises that this gives every vertex the same `apply` result as the push form:
+    /// a vertex that does not want messages would not change nor become active from any, and
+    /// once satisfied, folding further messages changes nothing `apply` sees. Engines may then
+    /// choose push or pull per iteration; results are identical. Programs with
+    /// [`EdgeDirection::Both`] run push only.
+    fn supports_pull(&self) -> bool {
+        false
+    }
+
+    /// Whether a vertex with this value still wants messages in a pull iteration (BFS: not
+    /// yet reached).
+    fn pull_wants(&self, _value: &Self::Value) -> bool {
+        true
+    }
+
+    /// Whether the messages folded so far already satisfy their target in a pull iteration
+    /// (BFS: any parent).
+    fn pull_satisfied(&self, _folded: &Self::Msg) -> bool {
+        false
+    }
+
     /// Called after iteration `iteration` with the number of vertices active in the next one.
     fn end_iteration(&self, _iteration: usize, _active_vertices: u64) -> Control {
         Control::Continue

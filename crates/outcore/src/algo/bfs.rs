@@ -69,6 +69,17 @@ impl VertexProgram for Bfs {
     fn identity(&self) -> u64 {
         UNREACHABLE
     }
+    /// Level-synchronous: every message of one iteration carries the same depth, so one
+    /// parent in the frontier settles an unreached vertex, and reached vertices never change.
+    fn supports_pull(&self) -> bool {
+        true
+    }
+    fn pull_wants(&self, depth: &u64) -> bool {
+        *depth == UNREACHABLE
+    }
+    fn pull_satisfied(&self, candidate: &u64) -> bool {
+        *candidate != UNREACHABLE
+    }
     fn apply(&self, _: VertexId, depth: &mut u64, candidate: u64, _: &IterationContext) -> bool {
         let improved = candidate < *depth;
         if improved {

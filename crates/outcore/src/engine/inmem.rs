@@ -17,6 +17,15 @@
 //!    `applies_to_all()`, with `identity()` if it received none); the vertices for which it
 //!    returns true are the active set of iteration `i + 1`.
 //!
+//! **Direction optimisation** (Beamer et al., SC'12; Ligra, PPoPP'13 §4): a program that
+//! [supports pull](crate::program::VertexProgram::supports_pull) has iteration `i` delivered by
+//! *pull* instead when the frontier's vertices plus arcs exceed `arcs / 20` and both layouts
+//! fit the budget: every vertex that wants messages folds the messages of its active
+//! reverse-neighbours, in ascending source order, until satisfied. The program promises the
+//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. The frontier
+//! is a flag per vertex and an ascending list, and the message buffers live for the whole run
+//! and are reset only where touched, so a sparse iteration costs its frontier, not `n`.
+//!
 //! The run stops when no vertex is active, after `max_iterations()` iterations, or when
 //! `end_iteration(i, active_next)` returns [`Control::Stop`] (`active_next` is the number of
 //! vertices active in iteration `i + 1`).
@@ -35,7 +44,7 @@
 
 use std::time::Instant;
 
-use super::{IterationStats, Runner};
+use super::{Delivery, IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::program::{
     Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
@@ -108,24 +117,160 @@ impl Adjacency {
     }
 }
 
-/// Runs a vertex program to completion; values in dense-id order.
+/// Ligra's switch (PPoPP'13 §4, after Beamer et al. SC'12): an iteration pulls when the
+/// frontier's vertices plus their arcs exceed `arcs / PULL_DIVISOR`.
+const PULL_DIVISOR: u64 = 20;
+
+/// The active vertices: a flag per vertex (what pull iterations test) and the list of them in
+/// ascending order (what push iterations walk), so a sparse frontier costs its size, not `n`.
+struct Frontier {
+    active: Vec<bool>,
+    list: Vec<VertexId>,
+}
+
+impl Frontier {
+    fn push(&mut self, v: VertexId) {
+        self.active[v as usize] = true;
+        self.list.push(v);
+    }
+
+    fn clear(&mut self) {
+        for &v in &self.list {
+            self.active[v as usize] = false;
+        }
+        self.list.clear();
+    }
+}
+
+/// One iteration's combined messages, allocated once per run: only the `touched` targets are
+/// reset after each iteration.
+struct Inbox<M> {
+    acc: Vec<M>,
+    received: Vec<bool>,
+    /// Targets that received a message, ascending after [`Inbox::sort_touched`].
+    touched: Vec<VertexId>,
+}
+
+impl<M: Copy> Inbox<M> {
+    fn deliver<P: VertexProgram<Msg = M>>(&mut self, program: &P, target: VertexId, msg: M) {
+        let t = target as usize;
+        self.acc[t] = program.combine(self.acc[t], msg);
+        if !self.received[t] {
+            self.received[t] = true;
+            self.touched.push(target);
+        }
+    }
+
+    /// Ascending order: sorts a small set, rescans the flags for a large one.
+    fn sort_touched(&mut self) {
+        if self.touched.len() * 32 > self.received.len() {
+            self.touched.clear();
+            self.touched.extend((0..self.received.len() as u64).filter(|&v| self.received[v as usize]));
+        } else {
+            self.touched.sort_unstable();
+        }
+    }
+
+    fn reset(&mut self, identity: M) {
+        for &t in &self.touched {
+            self.acc[t as usize] = identity;
+            self.received[t as usize] = false;
+        }
+        self.touched.clear();
+    }
+}
+
+/// Push: every active vertex scatters along `lists`; returns the arcs scanned.
+fn push<P: VertexProgram>(
+    program: &P,
+    adj: &Adjacency,
+    lists: [Option<&InMemoryCsr>; 2],
+    values: &[P::Value],
+    frontier: &[VertexId],
+    inbox: &mut Inbox<P::Msg>,
+) -> u64 {
+    let mut edges = 0;
+    for &v in frontier {
+        let value = &values[v as usize];
+        let source_out_degree = adj.out.degree(v);
+        for csr in lists.into_iter().flatten() {
+            edges += csr.degree(v);
+            for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
+                if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
+                    inbox.deliver(program, target, msg);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// Pull: every vertex that wants messages scans its `reverse` arcs for active sources, folding
+/// in ascending source order until satisfied (see [`VertexProgram::supports_pull`]); returns
+/// the arcs scanned. Targets are visited in ascending order, so `touched` comes out sorted.
+fn pull<P: VertexProgram>(
+    program: &P,
+    adj: &Adjacency,
+    reverse: &InMemoryCsr,
+    values: &[P::Value],
+    active: &[bool],
+    inbox: &mut Inbox<P::Msg>,
+) -> u64 {
+    let mut edges = 0;
+    for t in 0..values.len() as u64 {
+        if !program.pull_wants(&values[t as usize]) {
+            continue;
+        }
+        let mut folded = None;
+        for (&source, &weight) in reverse.neighbors(t).iter().zip(adj.weights(reverse, t)) {
+            edges += 1;
+            if !active[source as usize] {
+                continue;
+            }
+            let source_out_degree = adj.out.degree(source);
+            let edge = EdgeRef { source, target: t, weight, source_out_degree };
+            if let Some(msg) = program.scatter(&values[source as usize], edge) {
+                let fold = program.combine(folded.unwrap_or(program.identity()), msg);
+                folded = Some(fold);
+                if program.pull_satisfied(&fold) {
+                    break;
+                }
+            }
+        }
+        if let Some(msg) = folded {
+            inbox.deliver(program, t, msg);
+        }
+    }
+    edges
+}
+
+/// Runs a vertex program to completion; values in dense-id order. Programs that
+/// [support pull](VertexProgram::supports_pull) switch per iteration between push and pull
+/// (recorded as [`Delivery`] in the iteration's stats) when both layouts fit the budget.
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
     let direction = program.direction();
-    let in_edges = direction != EdgeDirection::Out;
-    let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2) as u64;
-    check_budget(runner, needed_bytes(runner.store(), in_edges, per_vertex, 0))?;
+    let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2 + 16) as u64;
+    let store = runner.store();
+    let can_pull = program.supports_pull()
+        && direction != EdgeDirection::Both
+        && needed_bytes(store, true, per_vertex, 0) <= runner.options().memory.bytes();
+    let in_edges = direction != EdgeDirection::Out || can_pull;
+    check_budget(runner, needed_bytes(store, in_edges, per_vertex, 0))?;
     let info = runner.graph_info();
-    let adj = Adjacency::load(runner.store(), in_edges)?;
-    // The lists an active vertex sends along (`In`: its in-arcs, reversed).
-    let lists: [Option<&InMemoryCsr>; 2] = match direction {
-        EdgeDirection::Out => [Some(&adj.out), None],
-        EdgeDirection::Both => [Some(&adj.out), adj.inn.as_ref()],
-        EdgeDirection::In => [Some(adj.in_csr()), None],
+    let adj = Adjacency::load(store, in_edges)?;
+    // The lists an active vertex sends along (`In`: its in-arcs, reversed), and those a pull
+    // iteration scans (their reverse).
+    let (lists, reverse): ([Option<&InMemoryCsr>; 2], &InMemoryCsr) = match direction {
+        EdgeDirection::Out => ([Some(&adj.out), None], adj.in_csr()),
+        EdgeDirection::Both => ([Some(&adj.out), adj.inn.as_ref()], &adj.out),
+        EdgeDirection::In => ([Some(adj.in_csr()), None], &adj.out),
     };
     let n = info.num_vertices as usize;
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
-    let mut active: Vec<bool> = (0..n as u64).map(|v| program.initially_active(v, &info)).collect();
+    let mut frontier = Frontier { active: vec![false; n], list: Vec::new() };
+    (0..n as u64).filter(|&v| program.initially_active(v, &info)).for_each(|v| frontier.push(v));
+    let mut inbox = Inbox { acc: vec![program.identity(); n], received: vec![false; n], touched: Vec::new() };
     let bar = runner.progress().start(
         "iterations (inmem)",
         program.max_iterations().map(|m| m as u64),
@@ -134,7 +279,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let mut iteration = 0;
     loop {
         runner.cancel_token().check()?;
-        let active_vertices = active.iter().filter(|&&a| a).count() as u64;
+        let active_vertices = frontier.list.len() as u64;
         if active_vertices == 0 || program.max_iterations().is_some_and(|max| iteration >= max) {
             break;
         }
@@ -142,41 +287,48 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let global_sum: f64 =
             (0..n).map(|v| program.global_contribution(v as u64, &values[v], adj.out.degree(v as u64))).sum();
 
-        let mut acc: Vec<P::Msg> = vec![program.identity(); n];
-        let mut received = vec![false; n];
-        let mut edges_processed = 0u64;
-        let mut send = |value: &P::Value, edge: EdgeRef| {
-            if let Some(msg) = program.scatter(value, edge) {
-                let t = edge.target as usize;
-                acc[t] = program.combine(acc[t], msg);
-                received[t] = true;
-            }
+        let delivery = if can_pull {
+            let frontier_arcs: u64 =
+                frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
+            let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
+            Some(if dense { Delivery::Pull } else { Delivery::Push })
+        } else {
+            None
         };
-        for v in (0..n as u64).filter(|&v| active[v as usize]) {
-            let value = &values[v as usize];
-            let source_out_degree = adj.out.degree(v);
-            for csr in lists.into_iter().flatten() {
-                for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
-                    send(value, EdgeRef { source: v, target, weight, source_out_degree });
-                    edges_processed += 1;
+        let edges_processed = if delivery == Some(Delivery::Pull) {
+            pull(program, &adj, reverse, &values, &frontier.active, &mut inbox)
+        } else {
+            let edges = push(program, &adj, lists, &values, &frontier.list, &mut inbox);
+            inbox.sort_touched();
+            edges
+        };
+
+        let ctx = IterationContext { iteration, graph: info, global_sum };
+        frontier.clear();
+        if program.applies_to_all() {
+            for v in 0..n {
+                if program.apply(v as u64, &mut values[v], inbox.acc[v], &ctx) {
+                    frontier.push(v as u64);
+                }
+            }
+        } else {
+            for &t in &inbox.touched {
+                if program.apply(t, &mut values[t as usize], inbox.acc[t as usize], &ctx) {
+                    frontier.push(t);
                 }
             }
         }
-
-        let ctx = IterationContext { iteration, graph: info, global_sum };
-        let all = program.applies_to_all();
-        for v in 0..n {
-            active[v] = (all || received[v]) && program.apply(v as u64, &mut values[v], acc[v], &ctx);
-        }
+        inbox.reset(program.identity());
         runner.record_iteration(IterationStats {
             iteration,
             active_vertices,
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
+            delivery,
             ..IterationStats::default()
         });
         bar.inc(1);
-        let active_next = active.iter().filter(|&&a| a).count() as u64;
+        let active_next = frontier.list.len() as u64;
         iteration += 1;
         if program.end_iteration(iteration - 1, active_next) == Control::Stop {
             break;
@@ -415,6 +567,111 @@ mod tests {
             with_graph(3, &edges, false, |r| r.run_vertex_program(&CountMessages(EdgeDirection::Out))).unwrap(),
             [2, 1, 1]
         );
+    }
+
+    /// `P` with its pull form hidden: the push-only reference of the direction-optimised runs.
+    struct PushOnly<P>(P);
+
+    impl<P: VertexProgram> VertexProgram for PushOnly<P> {
+        type Value = P::Value;
+        type Msg = P::Msg;
+        fn message_kind(&self) -> MessageKind {
+            self.0.message_kind()
+        }
+        fn direction(&self) -> EdgeDirection {
+            self.0.direction()
+        }
+        fn init(&self, v: VertexId, graph: &GraphInfo) -> P::Value {
+            self.0.init(v, graph)
+        }
+        fn initially_active(&self, v: VertexId, graph: &GraphInfo) -> bool {
+            self.0.initially_active(v, graph)
+        }
+        fn scatter(&self, value: &P::Value, edge: EdgeRef) -> Option<P::Msg> {
+            self.0.scatter(value, edge)
+        }
+        fn combine(&self, a: P::Msg, b: P::Msg) -> P::Msg {
+            self.0.combine(a, b)
+        }
+        fn identity(&self) -> P::Msg {
+            self.0.identity()
+        }
+        fn apply(&self, v: VertexId, value: &mut P::Value, msg: P::Msg, ctx: &IterationContext) -> bool {
+            self.0.apply(v, value, msg, ctx)
+        }
+    }
+
+    fn bfs(source: VertexId, backward: bool) -> crate::algo::bfs::Bfs {
+        let direction = if backward { EdgeDirection::In } else { EdgeDirection::Out };
+        crate::algo::bfs::Bfs { source, direction }
+    }
+
+    fn deliveries(r: &Runner) -> Vec<Option<Delivery>> {
+        r.finish("bfs").per_iteration.iter().map(|i| i.delivery).collect()
+    }
+
+    #[test]
+    fn bfs_pulls_on_dense_frontiers_and_pushes_on_sparse_ones() {
+        // 0 → 1..=50 → 51..=100 → 101 → a chain to 300: 301 arcs, so a frontier pulls when its
+        // vertices and arcs exceed 15.
+        let mut edges: Vec<(usize, usize)> = (1..=50).flat_map(|i| [(0, i), (i, i + 50)]).collect();
+        edges.push((51, 101));
+        edges.extend((101..300).map(|i| (i, i + 1)));
+        for directed in [true, false] {
+            let (pushed, pulled, stats) = with_graph(301, &edges, directed, |r| {
+                let pushed = r.run_vertex_program(&PushOnly(bfs(0, false))).unwrap();
+                let first = deliveries(r);
+                assert!(first.iter().all(|d| d.is_none()));
+                let pulled = r.run_vertex_program(&bfs(0, false)).unwrap();
+                // the runner's stats hold both runs
+                (pushed, pulled, deliveries(r)[first.len()..].to_vec())
+            });
+            assert_eq!(pushed, pulled);
+            assert_eq!(pulled[300], 202);
+            assert_eq!(stats[..3], [Some(Delivery::Pull); 3], "directed {directed}");
+            assert!(stats[3..].iter().all(|&d| d == Some(Delivery::Push)), "directed {directed}: {stats:?}");
+        }
+    }
+
+    #[test]
+    fn no_pull_when_the_budget_holds_only_one_layout() {
+        let edges: Vec<(usize, usize)> = (1..100).map(|i| (0, i)).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let graph = InMemoryGraph {
+            vertices: OriginalIds::U64((0..100).collect()),
+            edges: edges.iter().map(|&(s, t)| (s, t, 1.0)).collect(),
+            directed: true,
+            weighted: false,
+        };
+        let store = build_in_memory(&dir.path().join("g"), &graph).unwrap();
+        // one layout (101 offsets + 99 targets, 8 bytes each) and 34 bytes per vertex
+        let budget = MemoryBudget::new(200 * 8 + 100 * 34);
+        let r =
+            Runner::new(&store, RunOptions { engine: EngineKind::InMemory, memory: budget, ..RunOptions::default() });
+        assert_eq!(r.run_vertex_program(&bfs(0, false)).unwrap()[99], 1);
+        // the hub's iteration and the leaves' would pull (100 > 99 / 20), but push is the
+        // only form without csr-in: no choice recorded
+        assert_eq!(deliveries(&r), [None; 2]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        #[test]
+        fn direction_optimised_bfs_equals_push_only(
+            n in 1usize..80,
+            raw in proptest::collection::vec((0usize..80, 0usize..80), 0..400),
+            directed in proptest::bool::ANY,
+            backward in proptest::bool::ANY,
+            pick in 0usize..80,
+        ) {
+            let edges: Vec<(usize, usize)> = raw.into_iter().filter(|&(s, t)| s < n && t < n).collect();
+            let source = (pick % n) as u64;
+            let (pushed, optimised) = with_graph(n as u64, &edges, directed, |r| {
+                let pushed = r.run_vertex_program(&PushOnly(bfs(source, backward))).unwrap();
+                (pushed, r.run_vertex_program(&bfs(source, backward)).unwrap())
+            });
+            proptest::prop_assert_eq!(pushed, optimised);
+        }
     }
 
     /// Every vertex stays active; records the global sum and stops via `end_iteration`.

@@ -116,8 +116,21 @@ pub struct IterationStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// How the iteration delivered messages, where the engine chose
+    /// ([`VertexProgram::supports_pull`](crate::program::VertexProgram::supports_pull)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Push (active vertices scatter along their arcs) or pull (vertices that want messages scan
+/// their reverse arcs for active sources): Beamer's direction optimisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    Push,
+    Pull,
 }
 
 /// Figures of a whole run, written by `--stats-json`.

@@ -490,6 +490,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         bytes_read: io.bytes_read,
         bytes_written: io.bytes_written,
         seconds: started.elapsed().as_secs_f64(),
+        delivery: None,
         extra,
     });
     Ok(QueryResult { values, aggregate })

@@ -523,6 +523,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 bytes_read: io.bytes_read,
                 bytes_written: io.bytes_written,
                 seconds: started.elapsed().as_secs_f64(),
+                delivery: None,
                 extra,
             });
             bar.inc(1);

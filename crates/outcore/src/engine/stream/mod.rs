@@ -471,6 +471,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             bytes_read: io.bytes_read,
             bytes_written: io.bytes_written,
             seconds: started.elapsed().as_secs_f64(),
+            delivery: None,
             extra,
         });
         bar.set_message(&format!(
