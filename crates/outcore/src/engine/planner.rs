@@ -89,6 +89,8 @@ pub struct ProgramShape {
     pub max_iterations: Option<usize>,
     /// Levels k of a neighborhood query (0 for the other forms).
     pub levels: usize,
+    /// The vertex program allows dense pull iterations (`VertexProgram::supports_pull`).
+    pub supports_pull: bool,
 }
 
 impl ProgramShape {
@@ -107,6 +109,7 @@ impl ProgramShape {
             message_kind: program.message_kind(),
             max_iterations: program.max_iterations(),
             levels: 0,
+            supports_pull: program.supports_pull(),
         }
     }
 
@@ -130,6 +133,7 @@ impl ProgramShape {
             message_kind: MessageKind::Value,
             max_iterations: program.max_supersteps(),
             levels: 0,
+            supports_pull: false,
         }
     }
 
@@ -154,6 +158,7 @@ impl ProgramShape {
             message_kind: MessageKind::Delta,
             max_iterations: rounds,
             levels,
+            supports_pull: false,
         }
     }
 
