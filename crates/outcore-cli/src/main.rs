@@ -53,12 +53,41 @@ fn exit_code(error: &anyhow::Error) -> i32 {
         Some(outcore::Error::MemoryBudget(_)) => 75,
         Some(outcore::Error::Interrupted) => 130,
         Some(outcore::Error::Remote { .. }) => 70,
+        // A bare OS error from the front end (writing --stats-json...) is an I/O error; what
+        // is left is a check that failed (`validate` mismatches, a benchmark's child run).
+        None if error.downcast_ref::<std::io::Error>().is_some() => 74,
         None => 1,
     }
 }
 
+/// The error and its causes on one line, each told once: `Error::Io` already prints its
+/// source in its own message, so a cause whose text ends the line so far is not repeated.
+fn describe(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Parses the command line; a usage error exits with 64 (EX_USAGE) rather than clap's 2,
+/// `--help` and `--version` with 0.
+fn parse_cli() -> Cli {
+    Cli::try_parse().unwrap_or_else(|error| {
+        let _ = error.print();
+        std::process::exit(if error.use_stderr() { 64 } else { 0 })
+    })
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let cancel = CancelToken::new();
     {
         // First Ctrl-C: ask the running operation to stop at a safe point (it cleans up its
@@ -86,7 +115,7 @@ fn main() {
         Command::Bench(args) => commands::bench::run(args),
     };
     if let Err(error) = result {
-        eprintln!("error: {error:#}");
+        eprintln!("error: {}", describe(&error));
         std::process::exit(exit_code(&error));
     }
 }

@@ -242,3 +242,54 @@ fn partition_runs_its_ranks_in_process_and_the_recoded_pregel_run_equals_inmem()
         assert!((a - b).abs() <= 1e-9 * a.abs().max(*b), "vertex {v}: {a} vs {b}");
     }
 }
+
+/// A failing command's exit code and its one-line message on stderr.
+fn fails(args: &[&str]) -> (i32, String) {
+    let out = outcore(args);
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn usage_errors_exit_64_before_any_work_with_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(p("t.el"), "1 2\n2 3\n3 1\n").unwrap();
+    ok(&["import", &p("t.el"), "--store", &p("s"), "--quiet"]);
+    let s = p("s");
+    let nope = p("nope/x.txt");
+    let (el, fresh, json, missing) = (p("t.el"), p("u"), p("x.json"), p("missing"));
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["run", "pr", "--bogus"], 64, "unexpected argument"),
+        (vec!["import", &el, "--store", &fresh, "--ids", "uuid"], 64, "unknown id type 'uuid'"),
+        (vec!["run", "bc", "--store", &s, "--num-sources", "0"], 64, "--num-sources must be at least 1"),
+        (vec!["run", "pr", "--store", &s, "--iterations", "0"], 64, "--iterations must be at least 1"),
+        (vec!["run", "tc", "--engine", "nwsm", "--store", &s, "--page-size", "0"], 64, "--page-size must be"),
+        (vec!["run", "pr", "--store", &s, "-o", &nope], 64, "does not exist"),
+        (vec!["run", "pr", "--store", &s, "-o", &json], 64, "unknown extension"),
+        (vec!["run", "pr", "--store", &missing], 66, "no such store"),
+        (vec!["generate", "rmat", "--scale", "4", "--output", &nope], 74, "os error 2"),
+    ];
+    for (args, code, message) in cases {
+        let (got, stderr) = fails(&args);
+        assert_eq!(got, code, "outcore {args:?}: {stderr}");
+        assert!(stderr.contains(message), "outcore {args:?}: {stderr}");
+        // an OS error is told once, not once per cause in the chain
+        assert!(stderr.matches("os error").count() <= 1, "outcore {args:?}: {stderr}");
+    }
+    assert!(!Path::new(&nope).exists());
+    assert!(!Path::new(&json).exists());
+}
+
+#[test]
+fn a_budget_beyond_the_machine_is_lowered_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(p("t.el"), "1 2\n2 3\n3 1\n").unwrap();
+    let out = outcore(&["import", &p("t.el"), "--store", &p("s"), "--memory", "64TiB", "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("is more than this machine has").count(), 1, "{stderr}");
+    let out = outcore(&["run", "pr", "--store", &p("s"), "--engine", "nwsm", "--memory", "1TB", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
+}

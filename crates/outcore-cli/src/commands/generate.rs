@@ -10,7 +10,7 @@ use outcore::generate::source::generate_into_store;
 use outcore::generate::write::write_edges;
 use outcore::generate::{EdgeGenerator, Generator};
 use outcore::ingest::ImportOptions;
-use outcore::runtime::{format_size, CancelToken, MemoryBudget};
+use outcore::runtime::{format_size, CancelToken};
 
 use crate::progress::TerminalProgress;
 
@@ -134,10 +134,7 @@ pub fn run(args: GenerateArgs, cancel: &CancelToken) -> anyhow::Result<()> {
             undirected: store_options.undirected.then_some(true),
             dedup: store_options.dedup,
             drop_self_loops: store_options.drop_self_loops,
-            memory: match &store_options.memory {
-                Some(m) => MemoryBudget::parse(m)?,
-                None => MemoryBudget::default_for_machine(),
-            },
+            memory: super::budget(store_options.memory.as_ref())?,
             ..ImportOptions::default()
         };
         let (_, report) = generate_into_store(generator, store, &opts, &progress, cancel)?;

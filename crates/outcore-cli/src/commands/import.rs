@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use outcore::ingest::{import, ImportOptions, InputFormat};
-use outcore::runtime::{format_size, CancelToken, MemoryBudget};
+use outcore::runtime::{format_size, CancelToken};
 use outcore::store::IdType;
 
 use crate::progress::TerminalProgress;
@@ -94,12 +94,11 @@ pub fn options(args: &ImportArgs) -> anyhow::Result<ImportOptions> {
         ids: match args.ids.as_str() {
             "u64" => IdType::U64,
             "string" => IdType::String,
-            other => anyhow::bail!("unknown id type '{other}' (use u64 or string)"),
+            other => {
+                anyhow::bail!(outcore::Error::invalid(format!("--ids: unknown id type '{other}' (use u64 or string)")))
+            }
         },
-        memory: match &args.memory {
-            Some(m) => MemoryBudget::parse(m)?,
-            None => MemoryBudget::default_for_machine(),
-        },
+        memory: super::budget(args.memory.as_ref())?,
         skip_bad_lines: args.skip_bad_lines,
         src_col: args.src_col.clone(),
         dst_col: args.dst_col.clone(),

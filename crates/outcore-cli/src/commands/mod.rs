@@ -16,3 +16,19 @@ pub mod reorder;
 pub mod run;
 pub mod summary;
 pub mod validate;
+
+use outcore::runtime::MemoryBudget;
+
+/// The `--memory` budget (default: a quarter of RAM). A budget beyond what the machine (or
+/// its cgroup) has is lowered to three quarters of that, with one warning line, rather than
+/// aborting on the first large buffer.
+pub fn budget(text: Option<&String>) -> anyhow::Result<MemoryBudget> {
+    let Some(text) = text else {
+        return Ok(MemoryBudget::default_for_machine());
+    };
+    let (budget, lowered) = MemoryBudget::parse(text)?.within_machine();
+    if lowered {
+        eprintln!("warning: --memory {text} is more than this machine has; using {budget}");
+    }
+    Ok(budget)
+}

@@ -71,10 +71,7 @@ pub fn run(args: PartitionArgs, cancel: &CancelToken) -> anyhow::Result<()> {
 }
 
 fn memory(args: &PartitionArgs) -> anyhow::Result<MemoryBudget> {
-    Ok(match &args.memory {
-        Some(m) => MemoryBudget::parse(m)?,
-        None => MemoryBudget::default_for_machine(),
-    })
+    Ok(super::budget(args.memory.as_ref())?)
 }
 
 /// GraphD's partition, as this process's rank of an MPI job or as W in-process ranks.

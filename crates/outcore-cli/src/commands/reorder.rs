@@ -62,10 +62,7 @@ pub fn apply(
 
 pub fn run(args: ReorderArgs) -> anyhow::Result<()> {
     let order = VertexOrder::parse(&args.order, args.seed)?;
-    let memory = match &args.memory {
-        Some(m) => MemoryBudget::parse(m)?,
-        None => MemoryBudget::default_for_machine(),
-    };
+    let memory = super::budget(args.memory.as_ref())?;
     apply(&args.store, args.output.as_deref(), order, memory, args.quiet)?;
     Ok(())
 }

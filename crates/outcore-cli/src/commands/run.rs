@@ -1,6 +1,6 @@
 //! `outcore run ALGO`: one algorithm on a store with one engine and budget.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -12,7 +12,7 @@ use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
-use outcore::runtime::{format_size, parse_size, CancelToken, MemoryBudget};
+use outcore::runtime::{format_size, parse_size, CancelToken};
 use outcore::store::Store;
 
 use crate::progress::TerminalProgress;
@@ -154,7 +154,7 @@ pub fn shards_options(
     let defaults = ShardsOptions::default();
     let share = shadow_edge_share.unwrap_or(defaults.shadow_edge_share);
     if !(0.0..=1.0).contains(&share) {
-        anyhow::bail!("--shadow-edge-share must be in [0, 1], got {share}");
+        anyhow::bail!(outcore::Error::invalid(format!("--shadow-edge-share must be in [0, 1], got {share}")));
     }
     Ok(ShardsOptions {
         shards,
@@ -211,6 +211,88 @@ fn cache_options(args: &RunArgs) -> anyhow::Result<CacheOptions> {
     })
 }
 
+/// Refuses counts that make no sense before any work: `--num-sources 0` would average over
+/// no source (NaN), `--iterations 0` computes nothing, a zero page size divides by zero.
+fn check_numbers(args: &RunArgs) -> anyhow::Result<()> {
+    let zero = |name: &str| Err(outcore::Error::invalid(format!("{name} must be at least 1, got 0")).into());
+    if args.num_sources == Some(0) {
+        return zero("--num-sources");
+    }
+    if args.iterations == Some(0) {
+        return zero("--iterations");
+    }
+    if args.sweeps == Some(0) {
+        return zero("--sweeps");
+    }
+    if args.k == Some(0) {
+        return zero("--k");
+    }
+    if args.shards == Some(0) {
+        return zero("--shards");
+    }
+    if args.ranks == 0 {
+        return zero("--ranks");
+    }
+    if args.checkpoint_every == Some(0) {
+        return zero("--checkpoint-every");
+    }
+    if let Some(size) = &args.page_size {
+        if parse_size(size)? == 0 {
+            return zero("--page-size");
+        }
+    }
+    if let Some(damping) = args.damping {
+        if !(0.0..=1.0).contains(&damping) {
+            anyhow::bail!(outcore::Error::invalid(format!("--damping must be in [0, 1], got {damping}")));
+        }
+    }
+    if let Some(share) = args.static_cache_share {
+        if !(0.0..=1.0).contains(&share) {
+            anyhow::bail!(outcore::Error::invalid(format!("--static-cache-share must be in [0, 1], got {share}")));
+        }
+    }
+    Ok(())
+}
+
+/// The output format: `--format`, else the output file's extension (an unknown one is refused
+/// rather than silently written as text), else text.
+fn output_format(args: &RunArgs) -> anyhow::Result<OutputFormat> {
+    Ok(match (&args.format, &args.output) {
+        (Some(name), _) => OutputFormat::parse(name)?,
+        (None, Some(path)) => match OutputFormat::from_path(path) {
+            Some(format) => format,
+            None if path.extension().is_none() => OutputFormat::Text,
+            None => anyhow::bail!(outcore::Error::invalid(format!(
+                "--output {}: unknown extension (use .txt, .csv, .tsv or .parquet, optionally .gz/.zst, or give --format)",
+                path.display()
+            ))),
+        },
+        (None, None) => OutputFormat::Text,
+    })
+}
+
+/// Checks before the run that a file can be written at `path`: its directory exists and is
+/// writable (a probe file is created and removed), and `path` is not a directory.
+pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    let io = |what: &str, e: std::io::Error| outcore::Error::io(format!("{what} {}", path.display()), e);
+    if path.is_dir() {
+        anyhow::bail!(outcore::Error::invalid(format!("{} is a directory, not a file", path.display())));
+    }
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(outcore::Error::invalid(format!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    tempfile::NamedTempFile::new_in(&dir).map_err(|e| io("cannot write", e))?;
+    Ok(())
+}
+
 pub fn params(args: &RunArgs) -> AlgorithmParams {
     AlgorithmParams {
         source: args.source.clone(),
@@ -240,17 +322,14 @@ fn run_with(
     transport: Option<Arc<dyn outcore::transport::Transport>>,
     cancel: &CancelToken,
 ) -> anyhow::Result<()> {
-    let format = match (&args.format, &args.output) {
-        (Some(name), _) => OutputFormat::parse(name)?,
-        (None, Some(path)) => OutputFormat::from_path(path).unwrap_or(OutputFormat::Text),
-        (None, None) => OutputFormat::Text,
-    };
+    check_numbers(&args)?;
+    let format = output_format(&args)?;
+    for path in args.output.iter().chain(&args.stats_json) {
+        check_writable(path)?;
+    }
     let options = RunOptions {
         engine: EngineKind::parse(&args.engine)?,
-        memory: match &args.memory {
-            Some(m) => MemoryBudget::parse(m)?,
-            None => MemoryBudget::default_for_machine(),
-        },
+        memory: super::budget(args.memory.as_ref())?,
         stream: stream_options(&args)?,
         cache: cache_options(&args)?,
         shards: shards_options(
@@ -316,7 +395,8 @@ fn run_with(
     }
     if let Some(path) = &args.stats_json {
         stats.extra.insert("summary".into(), serde_json::Value::Object(summary));
-        std::fs::write(path, serde_json::to_string_pretty(&stats)?)?;
+        let text = serde_json::to_string_pretty(&stats)?;
+        std::fs::write(path, text).map_err(|e| outcore::Error::io(format!("writing {}", path.display()), e))?;
     }
     Ok(())
 }

@@ -20,9 +20,13 @@ pub fn run(args: SummaryArgs) -> anyhow::Result<()> {
     );
     let mut details = Vec::new();
     for path in &args.stats {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let stats: Value =
-            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a stats file: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| outcore::Error::io(format!("reading {}", path.display()), e))?;
+        let stats: Value = serde_json::from_str(&text).map_err(|e| outcore::Error::Input {
+            file: path.clone(),
+            line: None,
+            message: format!("not a stats file: {e}"),
+        })?;
         let num = |k: &str| stats.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         let algorithm = stats.get("algorithm").and_then(Value::as_str).unwrap_or("?");
         println!(

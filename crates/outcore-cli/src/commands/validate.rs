@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use outcore::engine::{EngineKind, RunOptions};
-use outcore::runtime::MemoryBudget;
 use outcore::validate::validate_graphalytics;
 
 use crate::progress::TerminalProgress;
@@ -32,10 +31,7 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let options = RunOptions {
         engine: EngineKind::parse(&args.engine)?,
-        memory: match &args.memory {
-            Some(m) => MemoryBudget::parse(m)?,
-            None => MemoryBudget::default_for_machine(),
-        },
+        memory: super::budget(args.memory.as_ref())?,
         ..RunOptions::default()
     };
     let temp;

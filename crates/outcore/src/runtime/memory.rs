@@ -88,6 +88,32 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+impl MemoryBudget {
+    /// This budget, or three quarters of what the machine can give this process
+    /// ([`machine_memory_bytes`]) when it asks for more, and whether it was lowered. Buffers
+    /// are sized from the budget up front, so a budget beyond the machine would abort with
+    /// "memory allocation failed" instead of running within what exists.
+    pub fn within_machine(self) -> (MemoryBudget, bool) {
+        let limit = machine_memory_bytes() / 4 * 3;
+        if self.bytes > limit {
+            (MemoryBudget::new(limit), true)
+        } else {
+            (self, false)
+        }
+    }
+}
+
+/// The memory this process may use: physical memory, or the cgroup's limit when lower
+/// (`memory.max` of cgroup v2, `memory.limit_in_bytes` of v1).
+pub fn machine_memory_bytes() -> u64 {
+    let cgroup = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok())
+        .min();
+    let physical = physical_memory_bytes();
+    cgroup.map_or(physical, |limit| limit.min(physical))
+}
+
 /// Physical memory of the machine in bytes (falls back to 4 GiB if unknown).
 pub fn physical_memory_bytes() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions; it returns -1 on error.
@@ -135,6 +161,17 @@ pub fn current_rss_bytes() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets_beyond_the_machine_are_lowered_to_it() {
+        let machine = machine_memory_bytes();
+        let (budget, lowered) = MemoryBudget::new(machine * 4).within_machine();
+        assert!(lowered);
+        assert_eq!(budget.bytes(), machine / 4 * 3);
+        let (budget, lowered) = MemoryBudget::new(16 << 20).within_machine();
+        assert!(!lowered);
+        assert_eq!(budget.bytes(), 16 << 20);
+    }
 
     #[test]
     fn parses_sizes_with_units() {
