@@ -202,3 +202,18 @@ def test_parameters_are_checked_before_any_work(tmp_path):
     with pytest.raises(outcore.StoreError, match="overwrite=True"):
         outcore.Graph.from_edges([1], [2], store=tmp_path / "g")
     assert outcore.Graph.from_edges([7], [8], store=tmp_path / "g", overwrite=True).num_vertices == 2
+
+
+def test_auto_plans_within_memory_and_explains(tmp_path, capsys):
+    # RMAT-12 needs about 1.1 MiB in memory; 700 KiB leaves only the out-of-core engines.
+    g = outcore.generate_rmat(12, 16, 1, tmp_path / "g")
+    ample = g.pagerank(iterations=5, progress=False)
+    small = g.pagerank(iterations=5, memory="700KiB", progress=False, explain=True)
+    printed = capsys.readouterr().out
+    assert small.stats["engine"] != "inmem"
+    assert small.stats["engine_reason"].startswith("auto: ")
+    assert small.stats["plan"]["memory"]
+    for engine in ("inmem", "stream", "cache", "shards", "pregel", "nwsm"):
+        assert engine in small.explanation
+    assert small.explanation in printed
+    np.testing.assert_allclose(small.values, ample.values, rtol=1e-9)

@@ -325,6 +325,7 @@ fn run<'py>(
     out.set_item("columns", columns)?;
     out.set_item("stats", serde_json::to_string(&stats).expect("stats serialise"))?;
     out.set_item("summary", serde_json::to_string(&summary).expect("summary serialises"))?;
+    out.set_item("explanation", runner.explanation().map(|e| e.to_string()))?;
     Ok(out)
 }
 

@@ -162,7 +162,7 @@ fn pregel(store: &Store, ranks: usize, algorithm: &str, p: &AlgorithmParams) -> 
             engine: EngineKind::Pregel,
             memory: MemoryBudget::new(64 << 20),
             // Message files far smaller than a step's messages: splitting and merging happen.
-            pregel: PregelOptions { message_file_size: 4096, ..PregelOptions::default() },
+            pregel: PregelOptions { message_file_size: Some(4096), ..PregelOptions::default() },
             ..RunOptions::default()
         };
         run_algorithm(&Runner::new(store, options).with_transport(Arc::new(t.clone())), algorithm, p)

@@ -26,8 +26,11 @@ class Result:
     """An algorithm's output: ``ids`` (original vertex ids, ascending) and one numpy array per
     value column, aligned with ``ids``. ``values`` is the first column.
 
-    ``stats`` holds the run's figures (time, bytes read, peak RSS, per-iteration figures) and
-    ``summary`` a short digest (top vertices, component counts...).
+    ``stats`` holds the run's figures (time, bytes read, peak RSS, per-iteration figures, and
+    under ``"plan"`` the plan of the engine that ran), ``summary`` a short digest (top vertices,
+    component counts...) and ``explanation`` the planner's table: every engine, whether it fits
+    the budget and why, its memory, expected bytes and seconds (``engine="auto"`` picks the
+    fastest that fits).
     """
 
     def __init__(self, algorithm: str, raw: Dict[str, Any]):
@@ -41,6 +44,7 @@ class Result:
             self.kinds[name] = kind
         self.stats: Dict[str, Any] = json.loads(raw["stats"])
         self.summary: Dict[str, Any] = json.loads(raw["summary"])
+        self.explanation: Optional[str] = raw.get("explanation")
 
     @property
     def values(self) -> np.ndarray:
@@ -174,12 +178,19 @@ class Graph:
     # -- algorithms ---------------------------------------------------------------------
 
     def run(self, algorithm: str, *, engine: str = "auto", memory: Optional[str] = None,
-            progress: Optional[bool] = None, engine_options: Optional[dict] = None, **params: Any) -> Result:
-        """Runs any algorithm by name (see :func:`outcore.algorithms`)."""
+            progress: Optional[bool] = None, engine_options: Optional[dict] = None,
+            explain: bool = False, **params: Any) -> Result:
+        """Runs any algorithm by name (see :func:`outcore.algorithms`).
+
+        ``explain=True`` prints the planner's table (also kept as ``Result.explanation``).
+        """
         _check_params(algorithm, params)
         raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
                           progress=_progress(progress), engine_options=engine_options)
-        return Result(algorithm, raw)
+        result = Result(algorithm, raw)
+        if explain and result.explanation:
+            print(result.explanation)
+        return result
 
     def pagerank(self, iterations: int = 10, damping: float = 0.85, **kw: Any) -> Result:
         """Graphalytics PageRank with a fixed number of iterations.
