@@ -136,7 +136,7 @@ fn child(
         .arg(&stats);
     let iterations = args.iterations.to_string();
     let extra: &[&str] = match algorithm {
-        "bfs" | "sssp" => &["--source", source],
+        "bfs" | "sssp" | "bfs-parents" => &["--source", source],
         "bc" | "msbfs" | "mssp" | "heat" | "bp" => &["--num-sources", "4", "--seed", "1"],
         "pr" | "cdlp" => &["--iterations", &iterations],
         _ => &[],

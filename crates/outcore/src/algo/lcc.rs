@@ -168,10 +168,10 @@ pub fn run(runner: &Runner, _config: &Config) -> Result<LccOutput> {
     // The query first: every engine that runs both prefers it (it intersects lists instead of
     // sending them as messages).
     let forms = [ProgramShape::query(2, 8), ProgramShape::pregel(&Lcc, false)];
-    let lcc = match runner.choose_form(&forms)? {
-        0 => runner.run_neighborhood_query(&LccQuery)?.values,
-        _ => runner.run_pregel(&Lcc)?,
-    };
+    let lcc = runner.run_forms(&forms, |form| match form {
+        0 => Ok(runner.run_neighborhood_query(&LccQuery)?.values),
+        _ => runner.run_pregel(&Lcc),
+    })?;
     Ok(LccOutput { lcc })
 }
 

@@ -164,10 +164,10 @@ pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {
     }
     let program = PageRank { damping: config.damping, iterations: config.iterations };
     let forms = [ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, Some(config.iterations + 1))];
-    let rank = match runner.choose_form(&forms)? {
-        0 => runner.run_vertex_program_wire(&program)?,
-        _ => run_rounds(runner, config)?,
-    };
+    let rank = runner.run_forms(&forms, |form| match form {
+        0 => runner.run_vertex_program_wire(&program),
+        _ => run_rounds(runner, config),
+    })?;
     Ok(PageRankOutput { rank })
 }
 

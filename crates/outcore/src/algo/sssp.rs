@@ -153,10 +153,20 @@ fn run_rounds(runner: &Runner, source: VertexId) -> Result<Vec<f64>> {
 
 pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
     check_source(runner, config.source)?;
-    let forms = [ProgramShape::vertex_wire(&Sssp { source: config.source }), ProgramShape::query_rounds(1, 8, None)];
-    if runner.choose_form(&forms)? == 1 {
-        return Ok(SsspOutput { distance: run_rounds(runner, config.source)? });
+    // One-level queries read full adjacency lists, which carry no weights.
+    let mut forms = vec![ProgramShape::vertex_wire(&Sssp { source: config.source })];
+    if !runner.graph_info().weighted {
+        forms.push(ProgramShape::query_rounds(1, 8, None));
     }
+    let distance = runner.run_forms(&forms, |form| match form {
+        0 => run_program(runner, config.source),
+        _ => run_rounds(runner, config.source),
+    })?;
+    Ok(SsspOutput { distance })
+}
+
+/// The vertex-program form, after checking that no weight is negative or NaN.
+fn run_program(runner: &Runner, source: VertexId) -> Result<Vec<f64>> {
     if runner.graph_info().weighted {
         let bad = runner.run_vertex_program_wire(&BadWeights)?.into_iter().reduce(|a, b| BadWeights.combine(a, b));
         if let Some((count @ 1.., example)) = bad {
@@ -165,8 +175,7 @@ pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
             )));
         }
     }
-    let distance = runner.run_vertex_program_wire(&Sssp { source: config.source })?;
-    Ok(SsspOutput { distance })
+    runner.run_vertex_program_wire(&Sssp { source })
 }
 
 impl From<SsspOutput> for AlgorithmResult {

@@ -105,14 +105,14 @@ pub fn run(runner: &Runner, _config: &Config) -> Result<WccOutput> {
     let rank = runner.original_ranks()?;
     let program = Wcc { rank: rank.as_deref() };
     let forms = [ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, None)];
-    let labels = match runner.choose_form(&forms)? {
-        0 => runner.run_vertex_program_wire(&program)?,
+    let labels = runner.run_forms(&forms, |form| match form {
+        0 => runner.run_vertex_program_wire(&program),
         _ => {
             let labels: Vec<u64> =
                 (0..runner.graph_info().num_vertices).map(|v| rank.as_ref().map_or(v, |r| r[v as usize])).collect();
-            super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))?
+            super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))
         }
-    };
+    })?;
     Ok(WccOutput { component: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 

@@ -172,6 +172,8 @@ pub struct Runner {
     /// Set by [`choose_form`](Self::choose_form): the next program run is the chosen form,
     /// already recorded among the alternatives.
     form_chosen: std::sync::atomic::AtomicBool,
+    /// Engines that refused at run time under `auto`, with why: not chosen again.
+    failed: Mutex<Vec<(EngineKind, String)>>,
     /// The store as the planner sees it, read at the first choice.
     plan_graph: std::sync::OnceLock<PlanGraph>,
     progress: Arc<dyn Progress>,
@@ -209,6 +211,7 @@ impl Runner {
             requests: Mutex::new(Vec::new()),
             form_chosen: std::sync::atomic::AtomicBool::new(false),
             plan_graph: std::sync::OnceLock::new(),
+            failed: Mutex::new(Vec::new()),
             progress: Arc::new(NoProgress),
             cancel: CancelToken::new(),
             started: Instant::now(),
@@ -315,12 +318,16 @@ impl Runner {
     fn choose(&self, shapes: &[ProgramShape]) -> Result<Choice> {
         let (graph, _) = self.plan_graph_and_model();
         // An engine already running this algorithm keeps running it if it can.
+        let failed = self.failed.lock().unwrap().clone();
         if let Some(engine) = self.chosen.lock().unwrap().as_ref().map(|c| c.engine) {
-            if let Some(i) = first_supported(engine, shapes, &graph) {
-                return Ok(Choice { engine, form_index: i, fallbacks: Vec::new() });
+            if let Some(i) =
+                first_supported(engine, shapes, &graph).filter(|_| !failed.iter().any(|(e, _)| *e == engine))
+            {
+                return Ok(Choice { engine, form_index: i });
             }
         }
-        let explanation = self.explain(shapes);
+        let mut explanation = self.explain(shapes);
+        explanation.exclude(&failed);
         if self.explain {
             self.progress.note(&explanation.to_string());
         }
@@ -333,22 +340,12 @@ impl Runner {
                 return Err(error);
             };
             let row = &explanation.rows[best];
-            let engine = EngineKind::parse(row.plan.engine)?;
-            let fallbacks = ranking[1..]
-                .iter()
-                .map(|&i| {
-                    (
-                        EngineKind::parse(explanation.rows[i].plan.engine).unwrap_or(engine),
-                        explanation.rows[i].form_index,
-                    )
-                })
-                .collect();
-            Choice { engine, form_index: row.form_index, fallbacks }
+            Choice { engine: EngineKind::parse(row.plan.engine)?, form_index: row.form_index }
         } else {
             let Some(i) = first_supported(self.requested, shapes, &graph) else {
                 return Err(unsupported(self.requested, shapes, &graph));
             };
-            Choice { engine: self.requested, form_index: i, fallbacks: Vec::new() }
+            Choice { engine: self.requested, form_index: i }
         };
         self.record_choice(choice.engine, choice.form_index, explanation);
         Ok(choice)
@@ -379,29 +376,50 @@ impl Runner {
     }
 
     /// Runs `run` on the chosen engine; under `auto`, an engine that turns out not to fit
-    /// (its own budget check is finer than its plan) hands over to the next in the ranking.
+    /// (its own budget check is finer than its plan) is excluded and the planner chooses again.
     fn run_on<T>(&self, shape: ProgramShape, run: impl Fn(EngineKind) -> Result<T>) -> Result<T> {
         if !self.form_chosen.swap(false, std::sync::atomic::Ordering::Relaxed) {
             self.requests.lock().unwrap().push(vec![shape]);
         }
-        let choice = self.choose(&[shape])?;
-        let mut outcome = run(choice.engine);
-        for (engine, _) in choice.fallbacks {
-            match outcome {
-                Err(Error::MemoryBudget(why)) => {
-                    self.progress.note(&format!(
-                        "auto: {} did not fit after all ({why}); trying {}",
-                        self.engine().name(),
-                        engine.name()
-                    ));
-                    let explanation = self.explanation().unwrap_or_else(|| self.explain(&[shape]));
-                    self.record_choice(engine, 0, explanation);
-                    outcome = run(engine);
+        loop {
+            let engine = self.choose(&[shape])?.engine;
+            match run(engine) {
+                Err(Error::MemoryBudget(why)) if self.requested == EngineKind::Auto => {
+                    self.refused_when_run(engine, why)
                 }
-                done => return done,
+                outcome => return outcome,
             }
         }
-        outcome
+    }
+
+    /// Runs an algorithm that has several forms: `run` gets the index of the form the Runner
+    /// chose ([`choose_form`](Self::choose_form)). Under `auto`, when every engine of the
+    /// chosen form refuses at run time, or the form refuses this graph (pr's one-level queries
+    /// on a multigraph), the Runner chooses again among the other forms.
+    pub fn run_forms<T>(&self, shapes: &[ProgramShape], run: impl Fn(usize) -> Result<T>) -> Result<T> {
+        let mut offered: Vec<usize> = (0..shapes.len()).collect();
+        loop {
+            let refused_before = self.failed.lock().unwrap().len();
+            let subset: Vec<ProgramShape> = offered.iter().map(|&i| shapes[i]).collect();
+            let form = offered[self.choose_form(&subset)?];
+            let auto = self.requested == EngineKind::Auto;
+            match run(form) {
+                Err(Error::MemoryBudget(_)) if auto && self.failed.lock().unwrap().len() > refused_before => {}
+                Err(Error::Unsupported(why)) if auto && offered.len() > 1 => {
+                    self.progress
+                        .note(&format!("auto: the {} form does not fit this graph ({why})", shapes[form].form.name()));
+                    offered.retain(|&i| i != form);
+                    *self.chosen.lock().unwrap() = None;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Excludes an engine that refused at run time and says so.
+    fn refused_when_run(&self, engine: EngineKind, why: String) {
+        self.progress.note(&format!("auto: {} did not fit after all ({why}); choosing again", engine.name()));
+        self.failed.lock().unwrap().push((engine, why));
     }
 
     pub fn progress(&self) -> &dyn Progress {
@@ -608,12 +626,10 @@ impl Runner {
     }
 }
 
-/// The engine and form chosen for one program run, and (under `auto`) the next engines in
-/// the planner's ranking.
+/// The engine and form chosen for one program run.
 struct Choice {
     engine: EngineKind,
     form_index: usize,
-    fallbacks: Vec<(EngineKind, usize)>,
 }
 
 /// The engine that runs this Runner's programs, once chosen.

@@ -548,6 +548,17 @@ impl Explanation {
         Explanation { budget: ctx.budget, cost_source: ctx.model.source, rows, chosen }
     }
 
+    /// Marks the plans of engines that refused when run (their own budget checks are finer
+    /// than their plans) as not fitting, and chooses again.
+    pub fn exclude(&mut self, failed: &[(EngineKind, String)]) {
+        for row in &mut self.rows {
+            if let Some((_, why)) = failed.iter().find(|(engine, _)| engine.name() == row.plan.engine) {
+                row.plan.refusal = Some(format!("refused when run: {why}"));
+            }
+        }
+        self.chosen = ranked(&self.rows).first().copied();
+    }
+
     /// Indexes of the rows that fit, fastest first (ties: engine order).
     pub fn ranking(&self) -> Vec<usize> {
         ranked(&self.rows)

@@ -337,7 +337,9 @@ fn build_rank(
     };
     recoding.run(&mut figures)?;
     std::fs::remove_dir_all(&scratch).context(|| format!("removing {}", scratch.display()))?;
-    Ok((basic, figures))
+    // The recoded files are new: the basic files' checksum entries do not describe them (the
+    // recoding job records none yet, so recoded partitions are not block-checked).
+    Ok((RankPart { files: Default::default(), ..basic }, figures))
 }
 
 /// Where a rank writes its basic partition before recoding it.

@@ -45,11 +45,12 @@ impl Engine for ShardsEngine {
             );
         }
         let total = 2 * graph.arcs * per_edge + graph.vertices * per_vertex;
+        // The fewest intervals that could do; the engine doubles them while an interval does
+        // not fit (intervals are balanced by in-edges, not bytes), and refuses then if need be —
+        // the Runner chooses again. A plan never refuses what the engine might run.
         let p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
-        // Intervals are balanced by in-edges, not bytes: leave one doubling of room.
-        let room = 2 * p;
-        if room > MAX_AUTO_SHARDS || (room * (room + 1) * 16) as u64 > share {
-            return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p));
+        if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
+            return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
         }
         let mut plan = Plan::new(self.kind(), &work)
             .with_part("interval (vertices, memory shard)", share)
