@@ -205,10 +205,10 @@ def test_parameters_are_checked_before_any_work(tmp_path):
 
 
 def test_auto_plans_within_memory_and_explains(tmp_path, capsys):
-    # RMAT-12 needs about 1.1 MiB in memory; 700 KiB leaves only the out-of-core engines.
-    g = outcore.generate_rmat(12, 16, 1, tmp_path / "g")
+    # RMAT-14 needs about 4 MiB in memory; 2 MiB leaves only the out-of-core engines.
+    g = outcore.generate_rmat(14, 16, 1, tmp_path / "g")
     ample = g.pagerank(iterations=5, progress=False)
-    small = g.pagerank(iterations=5, memory="700KiB", progress=False, explain=True)
+    small = g.pagerank(iterations=5, memory="2MiB", progress=False, explain=True)
     printed = capsys.readouterr().out
     assert small.stats["engine"] != "inmem"
     assert small.stats["engine_reason"].startswith("auto: ")
