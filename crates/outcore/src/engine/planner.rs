@@ -277,32 +277,11 @@ impl PlanGraph {
     }
 }
 
-/// The most in- plus out-arcs of one vertex, from the offsets (streamed in chunks). Read
-/// through counters of its own: planning is not part of the run's figures.
+/// The most in- plus out-arcs of one vertex, as the shards engine counts them for its hub
+/// check; read through counters of its own: planning is not part of the run's figures.
 fn max_degree(store: &Store) -> crate::Result<u64> {
-    use crate::store::Direction;
     let store = store.with_counters(crate::runtime::IoCounters::new());
-    let n = store.num_vertices();
-    let layouts = if store.is_directed() {
-        vec![store.csr(Direction::Out)?, store.csr(Direction::In)?]
-    } else {
-        vec![store.csr(Direction::Out)?]
-    };
-    let chunk = 1u64 << 16;
-    let (mut best, mut first) = (0, 0);
-    let mut offsets = vec![vec![0u64; chunk as usize + 1]; layouts.len()];
-    while first < n {
-        let count = chunk.min(n - first) as usize;
-        for (layout, buf) in layouts.iter().zip(offsets.iter_mut()) {
-            layout.read_offsets(first, &mut buf[..count + 1])?;
-        }
-        for v in 0..count {
-            let degree: u64 = offsets.iter().map(|o| o[v + 1] - o[v]).sum();
-            best = best.max(degree);
-        }
-        first += count as u64;
-    }
-    Ok(best)
+    Ok(super::shards::busiest_vertex(&store)?.1)
 }
 
 /// Seconds per edge visit of each engine's compute, relative to the in-memory engine's rate.

@@ -224,7 +224,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
 pub(crate) const MAX_AUTO_SHARDS: usize = 1024;
 
 /// The vertex with most in- plus out-edges and that number, from the offsets (streamed).
-fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
+pub(crate) fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
     let out = store.csr(Direction::Out)?;
     let inn = store.csr(Direction::In)?;
     let n = store.num_vertices();
