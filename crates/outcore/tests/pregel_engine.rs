@@ -374,6 +374,48 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
     }
 }
 
+/// A kill between the commit barrier and the last rank's rename leaves one rank a checkpoint
+/// behind the others: every rank then resumes from the latest step all of them hold.
+#[test]
+fn ranks_a_checkpoint_apart_resume_from_the_step_they_all_hold() {
+    let g = rmat();
+    let p = params(&g, "pr");
+    partition::partition(&g.store, 3, false, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    let run = |crash_after: Option<u64>, resume: bool| {
+        InProcessTransport::run(3, |t| {
+            let options = RunOptions {
+                engine: EngineKind::Pregel,
+                memory: MemoryBudget::new(64 << 20),
+                pregel: PregelOptions { message_file_size: Some(4096), recoded: false, checkpoint_every: Some(3), resume },
+                ..RunOptions::default()
+            };
+            let cancel = CancelToken::new();
+            let mut runner =
+                Runner::new(&g.store, options).with_cancel(cancel.clone()).with_transport(Arc::new(t.clone()));
+            if let (Some(after), 1) = (crash_after, t.rank()) {
+                runner = runner.with_progress(Arc::new(CrashAfter { after, cancel }));
+            }
+            let result = run_algorithm(&runner, "pr", &p)?;
+            Ok((result, runner.finish("pr")))
+        })
+    };
+    // Checkpoints after supersteps 3 and 6; then rank 2 is made to look as if it was killed before
+    // renaming its checkpoint of step 6 into place.
+    assert!(matches!(run(Some(8), false).unwrap_err(), Error::Interrupted));
+    let parts = partition::partition_dir(&g.store, 3, false);
+    let lagging = partition::rank_dir(&parts, 2);
+    assert!(lagging.join("checkpoint.prev/state").exists(), "the replaced checkpoint is kept");
+    std::fs::remove_dir_all(lagging.join("checkpoint")).unwrap();
+    std::fs::rename(lagging.join("checkpoint.prev"), lagging.join("checkpoint")).unwrap();
+    let (resumed, stats) = run(None, true).unwrap().into_iter().next().unwrap();
+    assert_eq!(stats.extra["pregel_resumed_at_superstep"], 3);
+    assert_same("pr", &inmem(&g.store, "pr", &p), &resumed, "pr resumed a checkpoint apart");
+    for rank in 0..3 {
+        let dir = partition::rank_dir(&parts, rank);
+        assert!(!dir.join("checkpoint").exists() && !dir.join("checkpoint.prev").exists(), "rank {rank}");
+    }
+}
+
 /// Checkpoints are keyed by the program and its parameters: resuming pr with another damping or
 /// kmeans with another k is refused with a clear error, and the same parameters still resume.
 #[test]

@@ -359,7 +359,9 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     gather_results(t, &vertices, values, info.vertices)
 }
 
-/// Loads this rank's checkpoint for `--resume` and checks that every rank resumes at the same step.
+/// Loads, for `--resume`, the latest checkpoint that every rank holds. A kill between the commit
+/// barrier and the last rank's rename leaves some ranks one checkpoint ahead; they resume from
+/// their previous one (see `checkpoint`).
 fn resume<V: Wire + Clone, M: Wire>(
     t: &dyn Transport,
     rank_dir: &Path,
@@ -368,15 +370,25 @@ fn resume<V: Wire + Clone, M: Wire>(
     work: &Path,
     counters: &IoCounters,
 ) -> Result<Option<checkpoint::Saved<V, M>>> {
-    let saved = checkpoint::load::<V, M>(rank_dir, fingerprint, n_local, work, counters)?;
-    let at = saved.as_ref().map_or(0, |s| s.next_step as u64);
-    let steps: Vec<u64> = t.all_gather(at.to_le_bytes().to_vec())?.iter().map(|b| u64::get(b)).collect();
-    if steps.iter().any(|&s| s != at) {
-        return Err(Error::invalid(format!(
-            "the ranks' checkpoints are at different supersteps ({steps:?}); run without --resume"
-        )));
+    let own = checkpoint::steps(rank_dir, fingerprint)?;
+    let mut bytes = Vec::new();
+    (own.len() as u64).put(&mut bytes);
+    own.iter().for_each(|s| s.put(&mut bytes));
+    let held: Vec<Vec<u64>> = t
+        .all_gather(bytes)?
+        .iter()
+        .map(|b| (0..u64::get(b) as usize).map(|k| u64::get(&b[8 + 8 * k..])).collect())
+        .collect();
+    if held.iter().all(|steps| steps.is_empty()) {
+        return Ok(None);
     }
-    Ok(saved)
+    let common = held[0].iter().copied().filter(|s| held.iter().all(|steps| steps.contains(s))).max();
+    let Some(step) = common else {
+        return Err(Error::invalid(format!(
+            "the ranks hold checkpoints at supersteps {held:?} and none is common to all; run without --resume"
+        )));
+    };
+    checkpoint::load::<V, M>(rank_dir, fingerprint, step, n_local, work, counters).map(Some)
 }
 
 fn unique() -> u128 {
