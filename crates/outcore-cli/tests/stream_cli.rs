@@ -26,6 +26,8 @@ fn run_flags_select_schedule_and_io_and_results_match_inmem() {
             ok(&[
                 "run",
                 "wcc",
+                "--method",
+                "propagation",
                 "--store",
                 &p("s"),
                 "--engine",
@@ -58,6 +60,27 @@ fn run_flags_select_schedule_and_io_and_results_match_inmem() {
     let bad = outcore(&["run", "wcc", "--store", &p("s"), "--engine", "stream", "--schedule", "sometimes"]);
     assert_eq!(bad.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown schedule 'sometimes'"));
+    // Without --method, stream finds the components in one edge pass, with the same output.
+    let (out, stats) = (p("union-find.txt"), p("union-find.json"));
+    ok(&[
+        "run",
+        "wcc",
+        "--store",
+        &p("s"),
+        "--engine",
+        "stream",
+        "--memory",
+        "2MiB",
+        "-o",
+        &out,
+        "--stats-json",
+        &stats,
+        "-q",
+    ]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(stats["iterations"], 1);
+    assert!(stats["edge_pass"]["edge_file_bytes"].as_u64().unwrap() > 0, "{stats}");
 }
 
 #[test]
@@ -80,7 +103,18 @@ fn calibrate_measures_and_saves_where_runs_find_it() {
     ok(&["generate", "rmat", "--scale", "8", "--store", store.to_str().unwrap(), "--memory", "16MiB"]);
     let stats = dir.path().join("stats.json");
     let run = Command::new(env!("CARGO_BIN_EXE_outcore"))
-        .args(["run", "wcc", "--store", store.to_str().unwrap(), "--engine", "stream", "-q", "-o"])
+        .args([
+            "run",
+            "wcc",
+            "--method",
+            "propagation",
+            "--store",
+            store.to_str().unwrap(),
+            "--engine",
+            "stream",
+            "-q",
+            "-o",
+        ])
         .arg(dir.path().join("wcc.txt"))
         .arg("--stats-json")
         .arg(&stats)

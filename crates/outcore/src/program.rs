@@ -10,6 +10,9 @@
 //!   counting, clustering coefficient; Figure 6 of the paper). The trait and the types it
 //!   speaks ([`Nbr`], [`NeighborhoodView`], [`Emitter`], [`GatherValue`], [`Min`]) are defined
 //!   beside their in-memory executor in `engine/nwsm/query.rs` and are part of this API.
+//! * [`EdgePass`] — one visit of every arc, in any order and from many threads at once, into
+//!   state the program keeps itself (union-find connectivity: one pass where label
+//!   propagation needs one per unit of diameter).
 //!
 //! An algorithm may offer several forms (PageRank as a vertex program or as rounds of one-level
 //! queries); [`Runner::choose_form`](crate::engine::Runner::choose_form) decides which one runs.
@@ -190,6 +193,21 @@ pub trait VertexProgram: Sync + Send {
     fn checkpoint_key(&self) -> String {
         String::new()
     }
+}
+
+/// A program that visits every arc once, in no particular order and from several threads at
+/// once, folding it into state it keeps itself — which must therefore be safe to update
+/// concurrently (atomics). No messages, no iterations: an engine runs it in one pass over the
+/// arcs. Union-find connectivity (Shiloach–Vishkin hooking, as GAP's Afforest `cc` does) is
+/// what it is for: `arc(u, v)` joins the sets of `u` and `v`.
+pub trait EdgePass: Sync {
+    /// Visits the arc `source → target`.
+    fn arc(&self, source: VertexId, target: VertexId);
+    /// Called between batches of arcs (a read buffer's worth), while no arc is being visited:
+    /// the place for work that makes the next batch cheaper (union-find compresses its paths).
+    fn between_batches(&self) {}
+    /// Bytes of state the program keeps per vertex (checked against the budget).
+    fn state_bytes_per_vertex(&self) -> u64;
 }
 
 /// What a Pregel `compute` can see and do for one vertex in one superstep.

@@ -74,7 +74,7 @@ fn single_vertex() {
     let r = runner(&s);
     assert_eq!(bfs::run(&r, &bfs::Config { source: 0 }).unwrap().depth, vec![0]);
     assert_eq!(sssp::run(&r, &sssp::Config { source: 0 }).unwrap().distance, vec![0.0]);
-    assert_eq!(wcc::run(&r, &wcc::Config).unwrap().component, vec![0]);
+    assert_eq!(wcc::run(&r, &wcc::Config::default()).unwrap().component, vec![0]);
     assert_eq!(cdlp::run(&r, &cdlp::Config::default()).unwrap().label, vec![0]);
     assert_eq!(lcc::run(&r, &lcc::Config).unwrap().lcc, vec![0.0]);
     // a lone sink gives its whole rank back to itself
@@ -90,7 +90,7 @@ fn isolated_vertices() {
     let s = g(&dir, 5, &[(0, 1), (1, 2)], true);
     let r = runner(&s);
     assert_eq!(bfs::run(&r, &bfs::Config { source: 0 }).unwrap().depth, vec![0, 1, 2, NO, NO]);
-    assert_eq!(wcc::run(&r, &wcc::Config).unwrap().component, vec![0, 0, 0, 3, 4]);
+    assert_eq!(wcc::run(&r, &wcc::Config::default()).unwrap().component, vec![0, 0, 0, 3, 4]);
     assert_eq!(cdlp::run(&r, &cdlp::Config { iterations: 3 }).unwrap().label[3..], [3, 4]);
     assert_eq!(lcc::run(&r, &lcc::Config).unwrap().lcc, vec![0.0; 5]);
     let rank = pagerank::run(&r, &pagerank::Config::default()).unwrap().rank;
@@ -111,7 +111,7 @@ fn self_loops_and_duplicate_edges_do_not_change_lcc_bfs_or_wcc() {
             bfs::run(&a, &bfs::Config { source: 0 }).unwrap(),
             bfs::run(&b, &bfs::Config { source: 0 }).unwrap()
         );
-        assert_eq!(wcc::run(&a, &wcc::Config).unwrap(), wcc::run(&b, &wcc::Config).unwrap());
+        assert_eq!(wcc::run(&a, &wcc::Config::default()).unwrap(), wcc::run(&b, &wcc::Config::default()).unwrap());
     }
     // hand values, directed: 2's neighbours {0, 1, 3} hold the single arc 0 -> 1
     let dir = tmp();
@@ -165,7 +165,7 @@ fn star_with_ten_thousand_leaves() {
         let r = runner(&s);
         let depth = bfs::run(&r, &bfs::Config { source: 0 }).unwrap().depth;
         assert!(depth[0] == 0 && depth[1..].iter().all(|&d| d == 1));
-        assert!(wcc::run(&r, &wcc::Config).unwrap().component.iter().all(|&c| c == 0));
+        assert!(wcc::run(&r, &wcc::Config::default()).unwrap().component.iter().all(|&c| c == 0));
         assert!(lcc::run(&r, &lcc::Config).unwrap().lcc.iter().all(|&c| c == 0.0));
         let rank = pagerank::run(&r, &pagerank::Config::default()).unwrap().rank;
         assert!((rank.iter().sum::<f64>() - 1.0).abs() < 1e-9);
@@ -229,7 +229,7 @@ fn labels_follow_original_ids() {
     let dir = tmp();
     let s = inmem_support::store_with_ids(dir.path(), vec![50, 7, 30], &[(50, 30, 1.0)], true, false);
     let r = runner(&s);
-    let wcc = wcc::run(&r, &wcc::Config).unwrap().component;
+    let wcc = wcc::run(&r, &wcc::Config::default()).unwrap().component;
     let ids = s.ids().unwrap().all_u64().unwrap();
     let labelled: Vec<(u64, u64)> = ids.iter().zip(&wcc).map(|(&v, &c)| (v, ids[c as usize])).collect();
     assert_eq!(labelled, vec![(7, 7), (30, 30), (50, 30)]);
@@ -437,7 +437,7 @@ fn random_graphs_match_independent_references() {
             let got = sssp::run(&r, &sssp::Config { source }).unwrap().distance;
             assert_close(&got, &ref_dijkstra(n, &arcs, source), 1e-12);
         }
-        assert_eq!(wcc::run(&r, &wcc::Config).unwrap().component, ref_wcc(n, &arcs), "wcc {what}");
+        assert_eq!(wcc::run(&r, &wcc::Config::default()).unwrap().component, ref_wcc(n, &arcs), "wcc {what}");
         assert_close(&lcc::run(&r, &lcc::Config).unwrap().lcc, &ref_lcc(n, &arcs), 1e-12);
         for iterations in [1, 2, 5] {
             let got = cdlp::run(&r, &cdlp::Config { iterations }).unwrap().label;

@@ -166,10 +166,11 @@ fn auto_runs_every_algorithm_within_every_budget_and_equals_inmem() {
                     "{context}: ran what the table ranks first\n{explanation}"
                 );
                 assert!(first.memory_total() <= budget, "{context}: plan within budget\n{explanation}");
-                if budget < need {
+                let stats = runner.finish(algorithm);
+                // `need` is what inmem needs to load the graph; an edge pass streams it instead.
+                if budget < need && !stats.extra.contains_key("edge_pass") {
                     assert_ne!(runner.engine(), EngineKind::InMemory, "{context}: inmem does not fit\n{explanation}");
                 }
-                let stats = runner.finish(algorithm);
                 assert_eq!(stats.engine, first.engine, "{context}");
                 assert!(stats.engine_reason.starts_with("auto: "), "{context}: {}", stats.engine_reason);
                 chosen.insert(stats.engine);

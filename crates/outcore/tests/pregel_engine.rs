@@ -386,7 +386,12 @@ fn ranks_a_checkpoint_apart_resume_from_the_step_they_all_hold() {
             let options = RunOptions {
                 engine: EngineKind::Pregel,
                 memory: MemoryBudget::new(64 << 20),
-                pregel: PregelOptions { message_file_size: Some(4096), recoded: false, checkpoint_every: Some(3), resume },
+                pregel: PregelOptions {
+                    message_file_size: Some(4096),
+                    recoded: false,
+                    checkpoint_every: Some(3),
+                    resume,
+                },
                 ..RunOptions::default()
             };
             let cancel = CancelToken::new();

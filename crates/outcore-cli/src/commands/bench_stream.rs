@@ -101,6 +101,8 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
     let params = AlgorithmParams {
         source: args.source.clone(),
         iterations: (algorithm == "pr").then_some(args.pr_iterations),
+        // The schedules compared are those of label propagation (union-find reads every edge once).
+        method: (algorithm == "wcc").then(|| "propagation".to_string()),
         ..AlgorithmParams::default()
     };
     let runner = Runner::new(&store, options);

@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// Raw betweenness instead of networkx's normalised values: bc.
     #[arg(long)]
     unnormalized: bool,
+    /// How wcc finds components: union-find (one pass over the edges; inmem, stream) or
+    /// propagation (label propagation rounds; every engine). Default: the planner chooses.
+    #[arg(long, value_parser = ["auto", "union-find", "propagation"])]
+    method: Option<String>,
     /// Cache engine: page size in bytes, a multiple of 512 (default 8192). Nwsm engine: slotted
     /// page size (default 64KiB).
     #[arg(long)]
@@ -305,6 +309,7 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         sweeps: args.sweeps,
         unnormalized: args.unnormalized,
         k: args.k,
+        method: args.method.clone(),
         ..AlgorithmParams::default()
     }
 }

@@ -61,6 +61,8 @@ pub struct AlgorithmParams {
     pub unnormalized: bool,
     /// Number of clusters: kmeans (default 2).
     pub k: Option<usize>,
+    /// How wcc finds components: `union-find` or `propagation` (default: the planner chooses).
+    pub method: Option<String>,
 }
 
 pub mod bc;
@@ -141,7 +143,7 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
             };
             pagerank_delta::run(runner, &config)?.into()
         }
-        "wcc" => wcc::run(runner, &wcc::Config)?.into(),
+        "wcc" => wcc::run(runner, &wcc::Config { method: wcc::Method::parse(params.method.as_deref())? })?.into(),
         "cdlp" => {
             let iterations = params.iterations.unwrap_or(cdlp::Config::default().iterations);
             cdlp::run(runner, &cdlp::Config { iterations })?.into()

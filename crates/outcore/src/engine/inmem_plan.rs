@@ -1,6 +1,7 @@
 //! The in-memory engine's answer to the planner ([`super::planner::Engine`]): it runs every
 //! program form, with both adjacency layouts loaded, as long as they and the vertex state fit
-//! the budget (the same sums `inmem` checks before it loads anything).
+//! the budget (the same sums `inmem` checks before it loads anything). An edge pass reads each
+//! arc once, so it is streamed rather than loaded (see `stream::edge_pass`).
 
 use super::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use super::EngineKind;
@@ -27,6 +28,9 @@ impl Engine for InMemoryEngine {
     }
 
     fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        if shape.form == ProgramForm::EdgePass {
+            return super::stream::edge_pass::plan(self.kind(), shape, ctx, ctx.model.rates.inmem);
+        }
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         // Per-vertex and per-arc state as inmem's run_vertex_program, run_pregel and
@@ -35,6 +39,7 @@ impl Engine for InMemoryEngine {
             ProgramForm::Vertex => (shape.layouts(graph.directed), shape.value_bytes + shape.msg_bytes + 18, 0),
             ProgramForm::Pregel => (shape.layouts(graph.directed), shape.value_bytes + 2 * 24 + 1, shape.msg_bytes),
             ProgramForm::Neighborhood => (if graph.directed { 2 } else { 1 }, shape.value_bytes + 32, 4),
+            ProgramForm::EdgePass => unreachable!("planned above"),
         };
         // Direction optimisation (inmem.rs): with both layouts in the budget, dense iterations
         // pull and stop at the first parent — on RMAT-22 BFS scanned 18.7 times fewer arcs.

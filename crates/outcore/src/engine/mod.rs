@@ -584,6 +584,18 @@ impl Runner {
         })
     }
 
+    /// Runs an [`EdgePass`](crate::program::EdgePass): every arc of csr-out once, from all
+    /// threads (`stream::edge_pass`); streamed from disk on stream, through the page cache on
+    /// inmem.
+    pub fn run_edge_pass<P: crate::program::EdgePass>(&self, pass: &P) -> Result<()> {
+        let shape = ProgramShape::edge_pass(pass.state_bytes_per_vertex());
+        self.run_on(shape, |engine| match engine {
+            EngineKind::InMemory | EngineKind::Auto => stream::edge_pass::run(self, pass, stream::IoMode::Buffered),
+            EngineKind::Stream => stream::edge_pass::run(self, pass, self.options.stream.io),
+            other => Err(unsupported(other, &[shape], &self.plan_graph_and_model().0)),
+        })
+    }
+
     /// The cache engine's state (see [`cache`]).
     pub(crate) fn cache_engine_slot(&self) -> &Mutex<Option<cache::CacheEngine>> {
         &self.cache_engine

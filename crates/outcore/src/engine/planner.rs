@@ -40,6 +40,8 @@ pub enum ProgramForm {
     Pregel,
     /// A k-walk neighborhood query (`NeighborhoodQuery`).
     Neighborhood,
+    /// One pass over every arc into concurrent per-vertex state ([`EdgePass`](crate::program::EdgePass)).
+    EdgePass,
 }
 
 impl ProgramForm {
@@ -48,6 +50,7 @@ impl ProgramForm {
             ProgramForm::Vertex => "vertex program",
             ProgramForm::Pregel => "Pregel program",
             ProgramForm::Neighborhood => "neighborhood query",
+            ProgramForm::EdgePass => "edge pass",
         }
     }
 
@@ -56,6 +59,7 @@ impl ProgramForm {
             ProgramForm::Vertex => "vertex programs",
             ProgramForm::Pregel => "Pregel programs",
             ProgramForm::Neighborhood => "neighborhood queries",
+            ProgramForm::EdgePass => "edge passes",
         }
     }
 
@@ -162,6 +166,26 @@ impl ProgramShape {
         }
     }
 
+    /// The shape of an [`EdgePass`](crate::program::EdgePass) keeping `state_bytes` per vertex:
+    /// one pass over csr-out.
+    pub fn edge_pass(state_bytes: u64) -> ProgramShape {
+        ProgramShape {
+            form: ProgramForm::EdgePass,
+            value_bytes: state_bytes,
+            msg_bytes: 0,
+            direction: EdgeDirection::Out,
+            in_edges: false,
+            uses_weights: false,
+            wire: false,
+            applies_to_all: false,
+            tolerates_delays: false,
+            message_kind: MessageKind::Value,
+            max_iterations: Some(1),
+            levels: 0,
+            supports_pull: false,
+        }
+    }
+
     /// How many adjacency layouts the program reads: csr-out, plus csr-in when it reads
     /// in-edges of a directed store (an undirected store's csr-out already holds both).
     pub fn layouts(&self, directed: bool) -> u64 {
@@ -193,6 +217,7 @@ impl Workload {
         let arcs = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
         let known = shape.max_iterations.map(|i| i as f64);
         match shape.form {
+            ProgramForm::EdgePass => Workload { iterations: 1.0, iterations_known: true, edge_visits: arcs },
             ProgramForm::Neighborhood => {
                 // One pass over full lists per level; a level-2 query intersects lists, which
                 // costs about the average degree per arc.

@@ -17,8 +17,8 @@ impl Engine for PregelEngine {
     }
 
     fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
-        if shape.form == ProgramForm::Neighborhood {
-            return Some("does not run neighborhood queries".into());
+        if matches!(shape.form, ProgramForm::Neighborhood | ProgramForm::EdgePass) {
+            return Some(format!("does not run {}", shape.form.plural()));
         }
         if shape.form == ProgramForm::Vertex && shape.direction == crate::program::EdgeDirection::In {
             return Some("does not run vertex programs that send along in-edges".into());

@@ -40,6 +40,7 @@
 
 pub mod bitmap;
 pub mod calibrate;
+pub mod edge_pass;
 pub mod plan;
 pub mod reader;
 pub mod schedule;
@@ -393,12 +394,6 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
         // 2. Scatter, with the reader thread ahead of the compute.
         let reader = ChunkReader { layouts: &files, direct, counters: store.counters(), cancel: runner.cancel_token() };
-        let (free_tx, free_rx) = bounded::<EdgeBuffer>(pool.len());
-        let (full_tx, full_rx) = bounded::<Result<EdgeBuffer>>(pool.len());
-        for b in pool.drain(..) {
-            free_tx.send(b).expect("the pool channel has room for every buffer");
-        }
-        let mut io_wait = 0.0f64;
         let mut scatter_seconds = 0.0f64;
         let scatter = Scatter {
             program,
@@ -409,34 +404,13 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             wide: target_width == 8,
             n: n as u64,
         };
-        let (reader_stats, returned, scatter_result) = std::thread::scope(|s| {
-            let handle = s.spawn(move || {
-                let (stats, leftover) = reader.run(plans, &free_rx, &full_tx);
-                drop(full_tx);
-                (stats, leftover, free_rx)
-            });
-            let result = (|| -> Result<()> {
-                loop {
-                    let waiting = Instant::now();
-                    let Ok(buffer) = full_rx.recv() else { return Ok(()) };
-                    io_wait += waiting.elapsed().as_secs_f64();
-                    let buffer = buffer?;
-                    let computing = Instant::now();
-                    scatter.buffer(&buffer, &mut accumulators);
-                    scatter_seconds += computing.elapsed().as_secs_f64();
-                    let _ = free_tx.send(buffer);
-                }
-            })();
-            // On failure the reader may wait for a buffer or for room in the queue: hang up
-            // both channels so that it stops.
-            drop(full_rx);
-            drop(free_tx);
-            let (stats, leftover, free_rx) = handle.join().expect("the reader thread panicked");
-            let buffers: Vec<EdgeBuffer> = free_rx.try_iter().chain(leftover).collect();
-            (stats, buffers, result)
-        });
-        scatter_result?;
-        pool = returned;
+        let streamed = stream_buffers(&reader, plans, &mut pool, |buffer| {
+            let computing = Instant::now();
+            scatter.buffer(buffer, &mut accumulators);
+            scatter_seconds += computing.elapsed().as_secs_f64();
+            Ok(())
+        })?;
+        let (reader_stats, io_wait) = (streamed.reader, streamed.io_wait_seconds);
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
             return Err(Error::store(
                 store.dir(),
@@ -492,6 +466,57 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     }
     bar.finish();
     Ok(values)
+}
+
+/// What [`stream_buffers`] measured.
+pub struct Streamed {
+    pub reader: reader::ReaderStats,
+    /// Seconds the compute side waited for a filled buffer.
+    pub io_wait_seconds: f64,
+}
+
+/// Streams `plans` through the buffers of `pool`, the reader on a thread of its own filling
+/// buffers ahead of `consume` (through a bounded queue), and puts every buffer back in `pool`.
+/// The first error of either side ends the stream and is returned.
+pub fn stream_buffers<I: Iterator<Item = Chunk> + Send>(
+    reader: &ChunkReader<'_>,
+    plans: Vec<(usize, I)>,
+    pool: &mut Vec<EdgeBuffer>,
+    mut consume: impl FnMut(&EdgeBuffer) -> Result<()>,
+) -> Result<Streamed> {
+    let (free_tx, free_rx) = bounded::<EdgeBuffer>(pool.len());
+    let (full_tx, full_rx) = bounded::<Result<EdgeBuffer>>(pool.len());
+    for b in pool.drain(..) {
+        free_tx.send(b).expect("the pool channel has room for every buffer");
+    }
+    let mut io_wait_seconds = 0.0f64;
+    let (stats, returned, result) = std::thread::scope(|s| {
+        let handle = s.spawn(move || {
+            let (stats, leftover) = reader.run(plans, &free_rx, &full_tx);
+            drop(full_tx);
+            (stats, leftover, free_rx)
+        });
+        let result = (|| -> Result<()> {
+            loop {
+                let waiting = Instant::now();
+                let Ok(buffer) = full_rx.recv() else { return Ok(()) };
+                io_wait_seconds += waiting.elapsed().as_secs_f64();
+                let buffer = buffer?;
+                let outcome = consume(&buffer);
+                let _ = free_tx.send(buffer);
+                outcome?;
+            }
+        })();
+        // On failure the reader may wait for a buffer or for room in the queue: hang up both
+        // channels so that it stops.
+        drop(full_rx);
+        drop(free_tx);
+        let (stats, leftover, free_rx) = handle.join().expect("the reader thread panicked");
+        let buffers: Vec<EdgeBuffer> = free_rx.try_iter().chain(leftover).collect();
+        (stats, buffers, result)
+    });
+    *pool = returned;
+    result.map(|()| Streamed { reader: stats, io_wait_seconds })
 }
 
 /// Sets the initially active vertices; returns their count and their edges per layout.

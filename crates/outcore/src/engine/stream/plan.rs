@@ -1,5 +1,5 @@
-//! The stream engine's answer to the planner ([`crate::engine::planner::Engine`]): vertex
-//! programs only, when all vertex state fits ([`MemoryPlan`]); edges are streamed from disk
+//! The stream engine's answer to the planner ([`crate::engine::planner::Engine`]): edge passes
+//! (one streamed pass, see [`super::edge_pass`]) and vertex programs, when all vertex state fits ([`MemoryPlan`]); edges are streamed from disk
 //! every iteration, selectively (Redio §3), overlapped with compute.
 
 use super::MemoryPlan;
@@ -16,10 +16,16 @@ impl Engine for StreamEngine {
     }
 
     fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
-        shape.form.refused_by(ProgramForm::Vertex)
+        match shape.form {
+            ProgramForm::EdgePass => None,
+            form => form.refused_by(ProgramForm::Vertex),
+        }
     }
 
     fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        if shape.form == ProgramForm::EdgePass {
+            return super::edge_pass::plan(self.kind(), shape, ctx, ctx.model.rates.stream);
+        }
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         // Layouts whose offsets stay in memory: those read, plus csr-out's for degrees when

@@ -142,6 +142,10 @@ impl EdgeFile {
         self.direct.is_some()
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Reads `[offset, offset + buf.len())` (stopping early only at the end of the file, and
     /// needing at least `needed` bytes); returns the bytes read.
     fn read(&self, direct: bool, buf: &mut [u8], offset: u64, needed: usize) -> Result<usize> {
