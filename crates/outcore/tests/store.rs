@@ -90,7 +90,8 @@ fn damaged_stores_are_refused_with_the_file_named() {
     build_in_memory(&path, &small_graph(true)).unwrap();
 
     // truncated file
-    let targets = path.join("csr-out/targets");
+    let generation = Store::open(&path).unwrap().dir().to_path_buf();
+    let targets = generation.join("csr-out/targets");
     let bytes = std::fs::read(&targets).unwrap();
     std::fs::write(&targets, &bytes[..bytes.len() - 1]).unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
@@ -110,12 +111,12 @@ fn damaged_stores_are_refused_with_the_file_named() {
     // missing manifest: not a store
     std::fs::write(&targets, &bytes).unwrap();
     Store::open(&path).unwrap();
-    std::fs::remove_file(path.join("manifest.json")).unwrap();
+    std::fs::remove_file(generation.join("manifest.json")).unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
     assert!(err.contains("manifest.json is missing"), "{err}");
 
     // a garbled manifest
-    std::fs::write(path.join("manifest.json"), "{ not json").unwrap();
+    std::fs::write(generation.join("manifest.json"), "{ not json").unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
     assert!(err.contains("manifest is not valid"), "{err}");
 }
