@@ -32,6 +32,9 @@ enum Command {
     /// (`mpirun -n W outcore run ...`), or with `--bbp` TurboGraph++'s balanced buffer-aware
     /// partitioning into slotted pages for `--engine nwsm`.
     Partition(commands::partition::PartitionArgs),
+    /// List, drop or build a store's derived layouts (shards, bbp, pregel partitions, cache
+    /// selections).
+    Layout(commands::layout::LayoutArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
     /// Measure the gap threshold l of a device (bandwidth × latency) for the stream engine.
@@ -108,6 +111,7 @@ fn main() {
         Command::Algorithms(args) => commands::algorithms::run(args),
         Command::Partition(args) => commands::partition::run(args, &cancel),
         Command::Info(args) => commands::info::run(args),
+        Command::Layout(args) => commands::layout::run(args, &cancel),
         Command::Summary(args) => commands::summary::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),

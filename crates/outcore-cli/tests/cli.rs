@@ -219,7 +219,9 @@ fn partition_runs_its_ranks_in_process_and_the_recoded_pregel_run_equals_inmem()
     );
     for rank in 0..3 {
         assert!(stderr.contains(&format!("rank {rank}:")) && stderr.contains("requests sent"), "{stderr}");
-        assert!(dir.path().join(format!("s/parts-3-recoded/rank-{rank}/edges-out")).exists());
+        let generation = std::fs::read_to_string(dir.path().join("s/CURRENT")).unwrap();
+        let parts = dir.path().join("s").join(generation.trim()).join("parts-3-recoded");
+        assert!(parts.join(format!("rank-{rank}/edges-out")).exists());
     }
     // One process without mpirun is one rank: the recoded single-rank partition runs here.
     ok(&["partition", "--store", &p("s"), "--recode", "--quiet"]);

@@ -12,6 +12,11 @@ fn outcore(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_outcore")).args(args).output().expect("outcore runs")
 }
 
+/// The directory of the store's current generation (where its files are).
+fn current_gen(store: &Path) -> PathBuf {
+    store.join(std::fs::read_to_string(store.join("CURRENT")).unwrap().trim())
+}
+
 fn ok(args: &[&str]) -> String {
     let out = outcore(args);
     assert!(out.status.success(), "outcore {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -141,7 +146,7 @@ fn check_damaged(
     let store = dir.join("damaged");
     let _ = std::fs::remove_dir_all(&store);
     copy_dir(template, &store);
-    damage(&store.join(rel), how, rng, vertices);
+    damage(&current_gen(&store).join(rel), how, rng, vertices);
     let name = Path::new(rel).file_name().unwrap().to_str().unwrap();
     let mut caught = 0;
     for (case, want) in CASES.iter().zip(expected) {
@@ -166,7 +171,7 @@ fn check_damaged(
 }
 
 fn manifest_files(store: &Path) -> (Vec<String>, u64) {
-    let text = std::fs::read_to_string(store.join("manifest.json")).unwrap();
+    let text = std::fs::read_to_string(current_gen(store).join("manifest.json")).unwrap();
     let m: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut files: Vec<String> = m["files"].as_object().unwrap().keys().cloned().collect();
     // The block-checksum sidecars and pregel's partition files are read too.
@@ -226,7 +231,7 @@ fn a_valid_id_in_a_big_targets_file_is_caught_by_every_engine() {
         "--memory",
         "256MiB",
     ]);
-    let targets = store.join("csr-out/targets");
+    let targets = current_gen(&store).join("csr-out/targets");
     let len = std::fs::metadata(&targets).unwrap().len();
     assert!(len > 16 << 20, "targets are {len} bytes");
     let mut bytes = std::fs::read(&targets).unwrap();

@@ -11,6 +11,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// The directory of the store's current generation (where its layouts are).
+fn current_gen(store: &str) -> std::path::PathBuf {
+    Path::new(store).join(std::fs::read_to_string(Path::new(store).join("CURRENT")).unwrap().trim())
+}
 fn outcore(args: &[&str]) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_outcore")).args(args).output().expect("outcore runs");
     assert!(output.status.success(), "outcore {args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -102,12 +106,12 @@ fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
             // The in-process job (W threads) and the MPI job (W processes) write the same bytes.
             outcore(&args);
             let dir_name = if recode { format!("parts-{ranks}-recoded") } else { format!("parts-{ranks}") };
-            let in_process = files(&Path::new(&store).join(&dir_name));
+            let in_process = files(&current_gen(&store).join(&dir_name));
             assert!(in_process.len() > ranks, "{in_process:?}");
             // Under mpirun, --ranks defaults to the world size.
             let output = mpirun(ranks, &args[..3].iter().chain(&args[5..]).copied().collect::<Vec<_>>());
             assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-            assert!(files(&Path::new(&store).join(&dir_name)) == in_process, "{dir_name}: MPI partition differs");
+            assert!(files(&current_gen(&store).join(&dir_name)) == in_process, "{dir_name}: MPI partition differs");
             for algorithm in ["pr", "wcc", "sssp", "bfs", "cdlp", "pr-delta"] {
                 let what = format!("{algorithm} on {ranks} ranks, recode {recode}");
                 let expected = dir.path().join(format!("{algorithm}-inmem.txt"));
@@ -146,7 +150,9 @@ fn partition_ranks_other_than_the_world_size_are_a_clear_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && output.status.code() != Some(124), "{stderr}");
     assert!(stderr.contains("--ranks 3 but mpirun started 2 ranks"), "{stderr}");
-    assert!(!Path::new(&store).join("parts-3-recoded").exists() && !Path::new(&store).join("parts-2-recoded").exists());
+    assert!(
+        !current_gen(&store).join("parts-3-recoded").exists() && !current_gen(&store).join("parts-2-recoded").exists()
+    );
 }
 
 #[test]
@@ -155,7 +161,7 @@ fn a_failing_rank_ends_the_job_within_seconds() {
     let store = store(dir.path());
     outcore(&["partition", "--store", &store, "--ranks", "4"]);
     // Rank 2 cannot open its edge stream: it fails in superstep 0 while the others wait for it.
-    std::fs::remove_file(Path::new(&store).join("parts-4/rank-2/edges-out")).unwrap();
+    std::fs::remove_file(current_gen(&store).join("parts-4/rank-2/edges-out")).unwrap();
     let started = Instant::now();
     let output = mpirun(4, &["run", "pr", "--store", &store, "--engine", "pregel", "--quiet", "--output", "/dev/null"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -199,7 +205,7 @@ fn a_killed_mpi_run_resumes_from_its_checkpoint() {
         .args(args(false))
         .spawn()
         .unwrap();
-    let checkpoints = [0, 1].map(|r| Path::new(&store).join(format!("parts-2/rank-{r}/checkpoint/state")));
+    let checkpoints = [0, 1].map(|r| current_gen(&store).join(format!("parts-2/rank-{r}/checkpoint/state")));
     let started = Instant::now();
     while !checkpoints.iter().all(|c| c.exists()) {
         assert!(job.try_wait().unwrap().is_none(), "the run ended before its first checkpoint");

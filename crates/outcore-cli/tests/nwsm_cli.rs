@@ -32,8 +32,13 @@ fn partition_and_run_tc_and_lcc_on_nwsm_equal_inmem() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("built bbp-2-"), "{}", String::from_utf8_lossy(&out.stderr));
-    let info: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(p("s/manifest.json")).unwrap()).unwrap();
+    let info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.path().join("s").join(std::fs::read_to_string(p("s/CURRENT")).unwrap().trim()).join("manifest.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     let layout = info["layouts"].as_object().unwrap().keys().find(|k| k.starts_with("bbp-2-")).unwrap().clone();
     for algorithm in ["tc", "lcc"] {
         let expected = ok(&["run", algorithm, "--store", &p("s"), "--engine", "inmem", "-q"]);

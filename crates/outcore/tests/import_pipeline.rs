@@ -514,7 +514,7 @@ fn open_error(path: &Path) -> String {
 fn truncated_store_file_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = small_store(dir.path());
-    let targets = path.join("csr-out/targets");
+    let targets = Store::open(&path).unwrap().dir().join("csr-out/targets");
     let len = std::fs::metadata(&targets).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&targets).unwrap().set_len(len - 4).unwrap();
     let message = open_error(&path);
@@ -525,7 +525,7 @@ fn truncated_store_file_is_named_in_the_error() {
 fn corrupted_store_file_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = small_store(dir.path());
-    let ids = path.join("ids/original");
+    let ids = Store::open(&path).unwrap().dir().join("ids/original");
     let mut bytes = std::fs::read(&ids).unwrap();
     bytes[3] ^= 0x40;
     std::fs::write(&ids, bytes).unwrap();
@@ -539,7 +539,7 @@ fn corrupted_store_file_is_named_in_the_error() {
 fn missing_or_damaged_manifest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = small_store(dir.path());
-    let manifest = path.join("manifest.json");
+    let manifest = Store::open(&path).unwrap().dir().join("manifest.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, &text[..text.len() / 2]).unwrap();
     let message = open_error(&path);

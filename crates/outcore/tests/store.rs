@@ -90,7 +90,8 @@ fn damaged_stores_are_refused_with_the_file_named() {
     build_in_memory(&path, &small_graph(true)).unwrap();
 
     // truncated file
-    let targets = path.join("csr-out/targets");
+    let generation = Store::open(&path).unwrap().dir().to_path_buf();
+    let targets = generation.join("csr-out/targets");
     let bytes = std::fs::read(&targets).unwrap();
     std::fs::write(&targets, &bytes[..bytes.len() - 1]).unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
@@ -110,12 +111,12 @@ fn damaged_stores_are_refused_with_the_file_named() {
     // missing manifest: not a store
     std::fs::write(&targets, &bytes).unwrap();
     Store::open(&path).unwrap();
-    std::fs::remove_file(path.join("manifest.json")).unwrap();
+    std::fs::remove_file(generation.join("manifest.json")).unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
     assert!(err.contains("manifest.json is missing"), "{err}");
 
     // a garbled manifest
-    std::fs::write(path.join("manifest.json"), "{ not json").unwrap();
+    std::fs::write(generation.join("manifest.json"), "{ not json").unwrap();
     let err = Store::open(&path).unwrap_err().to_string();
     assert!(err.contains("manifest is not valid"), "{err}");
 }
@@ -137,4 +138,41 @@ fn leftovers_of_killed_builds_are_removed_by_the_next_build() {
     std::fs::create_dir_all(stale.join("csr-out")).unwrap();
     build_in_memory(&dir.path().join("g"), &small_graph(true)).unwrap();
     assert!(!stale.exists());
+}
+
+fn generations_in(root: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("gen-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_reader_keeps_its_generation_while_an_import_replaces_the_store_and_it_is_retired_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g");
+    build_in_memory(&path, &small_graph(true)).unwrap();
+    let reader = Store::open(&path).unwrap();
+    assert_eq!(reader.generation(), Some("gen-1"));
+    let before = reader.csr(Direction::Out).unwrap().load().unwrap();
+
+    // The replacement is undirected: another csr-out. The reader still reads gen-1 whole.
+    build_in_memory(&path, &small_graph(false)).unwrap();
+    assert_eq!(generations_in(&path), ["gen-1", "gen-2"]);
+    let fresh = Store::open(&path).unwrap();
+    assert_eq!(fresh.generation(), Some("gen-2"));
+    assert!(!fresh.is_directed() && reader.is_directed());
+    assert_eq!(reader.csr(Direction::Out).unwrap().load().unwrap().offsets, before.offsets);
+    reader.verify().unwrap();
+
+    // The last holder of gen-1 goes: gen-1 is retired; gen-2, held, stays.
+    let clone = reader.clone();
+    drop(reader);
+    assert_eq!(generations_in(&path), ["gen-1", "gen-2"]);
+    drop(clone);
+    assert_eq!(generations_in(&path), ["gen-2"]);
+    fresh.verify().unwrap();
 }

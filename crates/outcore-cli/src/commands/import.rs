@@ -110,7 +110,32 @@ pub fn run(args: ImportArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     let opts = options(&args)?;
     let order = outcore::store::order::VertexOrder::parse(&args.order, args.order_seed)?;
     let progress = TerminalProgress::new(args.quiet);
-    let (_store, report) = import(&args.inputs, &args.store, &opts, &progress, cancel)?;
+    // With an ordering the graph is imported into a staging store beside the target and
+    // reordered from there into it: one new generation, so no run ever sees the unordered one.
+    outcore::store::build::check_replaceable(&args.store)?;
+    let staging = (order != outcore::store::order::VertexOrder::None).then(|| staging_path(&args.store));
+    let result = import_and_order(&args, &opts, order, staging.as_deref(), &progress, cancel);
+    if let Some(staging) = &staging {
+        let _ = std::fs::remove_dir_all(staging);
+    }
+    result
+}
+
+/// `.NAME.staging-PID` beside the store (removed by the next import if this one is killed).
+fn staging_path(store: &std::path::Path) -> std::path::PathBuf {
+    let name = store.file_name().map_or("store".into(), |n| n.to_string_lossy().to_string());
+    store.with_file_name(format!(".{name}.staging-{}", std::process::id()))
+}
+
+fn import_and_order(
+    args: &ImportArgs,
+    opts: &ImportOptions,
+    order: outcore::store::order::VertexOrder,
+    staging: Option<&std::path::Path>,
+    progress: &TerminalProgress,
+    cancel: &CancelToken,
+) -> anyhow::Result<()> {
+    let (_store, report) = import(&args.inputs, staging.unwrap_or(&args.store), opts, progress, cancel)?;
     eprintln!(
         "imported {} vertices, {} edges ({} arcs) into {} in {:.1} s: {:.0} edges/s, {} read, {} written, peak RSS {} (budget {})",
         report.vertices,
@@ -130,11 +155,11 @@ pub fn run(args: ImportArgs, cancel: &CancelToken) -> anyhow::Result<()> {
     if let Some(path) = &args.stats_json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
-    if order != outcore::store::order::VertexOrder::None {
+    if let Some(staging) = staging {
         // Import then reorder: the pipeline writes ids in original-id order, and the ordering
         // rebuilds the store renumbered (atomically, within the same budget).
         cancel.check()?;
-        super::reorder::apply(&args.store, None, order, opts.memory, args.quiet)?;
+        super::reorder::apply(staging, Some(&args.store), order, opts.memory, args.quiet)?;
     }
     Ok(())
 }

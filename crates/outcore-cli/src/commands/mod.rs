@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod generate;
 pub mod import;
 pub mod info;
+pub mod layout;
 pub mod partition;
 pub mod reorder;
 pub mod run;

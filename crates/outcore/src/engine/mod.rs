@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod inmem;
 mod inmem_plan;
+pub mod layouts;
 pub mod nwsm;
 pub mod planner;
 pub mod pregel;

@@ -155,16 +155,7 @@ fn check_replaceable(store_dir: &Path) -> Result<()> {
             store_dir.display()
         )));
     }
-    let is_store = store_dir.join(crate::store::manifest::MANIFEST_FILE).exists();
-    let is_empty =
-        std::fs::read_dir(store_dir).context(|| format!("reading {}", store_dir.display()))?.next().is_none();
-    if !is_store && !is_empty {
-        return Err(Error::invalid(format!(
-            "{} exists and is not an outcore store (no manifest.json): refusing to replace it",
-            store_dir.display()
-        )));
-    }
-    Ok(())
+    crate::store::build::check_replaceable(store_dir)
 }
 
 /// Directedness, weighting and cleaning rules of the graph being imported.

@@ -1,7 +1,9 @@
-//! Writing stores: a [`StoreBuilder`] writes every file into a temporary sibling directory and
-//! only [`commit`](StoreBuilder::commit) moves it into place, after the manifest (written last).
-//! An import that fails or is killed therefore leaves no directory that looks like a store, and
-//! never touches an existing store until the new one is complete.
+//! Writing stores: a [`StoreBuilder`] writes every file of a new generation into
+//! `STORE/.gen.building-PID/` and only [`commit`](StoreBuilder::commit) makes it current, after
+//! the manifest (written last) ([`super::generation`]). An import that fails or is killed
+//! therefore leaves nothing that looks like a store, and never touches an existing generation:
+//! runs reading it go on, and it is retired once none does. A store from before generations is
+//! replaced by a generational one in one rename swap (built in a sibling `.NAME.building-PID/`).
 //!
 //! The CSR writer streams arcs already sorted by (source, target), so the same code serves the
 //! bounded-memory import pipeline (fed by an external sort) and [`build_in_memory`], the simple
@@ -11,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::csr::target_bytes_for;
 use super::files::{sync_dir, StoreFileWriter};
+use super::generation;
 use super::ids::{BY_ORIGINAL, ORIGINAL_U64, STRING_DATA, STRING_OFFSETS};
 use super::manifest::{FileEntry, IdType, LayoutEntry, Manifest, WeightType, MANIFEST_FILE};
 use super::Store;
@@ -28,6 +31,11 @@ pub struct Arc {
 /// Builds a store in a temporary directory next to its final place.
 pub struct StoreBuilder {
     final_dir: PathBuf,
+    /// The generational root the new generation is committed into: `final_dir`, or for a store
+    /// from before generations a sibling that replaces it at commit.
+    root: PathBuf,
+    replaces_legacy: bool,
+    created_root: bool,
     work_dir: PathBuf,
     counters: IoCounters,
     files: Vec<(String, FileEntry)>,
@@ -47,14 +55,31 @@ impl StoreBuilder {
             _ => PathBuf::from("."),
         };
         std::fs::create_dir_all(&parent).context(|| format!("creating {}", parent.display()))?;
-        remove_stale_work_dirs(&parent, &name);
-        let work_dir = parent.join(format!(".{name}.building-{}", std::process::id()));
+        super::hygiene::remove_stale_hidden(&parent, &format!(".{name}."));
+        let (root, replaces_legacy, created_root) = match Target::of(final_dir)? {
+            Target::Missing => {
+                std::fs::create_dir_all(final_dir).context(|| format!("creating {}", final_dir.display()))?;
+                (final_dir.to_path_buf(), false, true)
+            }
+            Target::Generational => (final_dir.to_path_buf(), false, false),
+            Target::Legacy => {
+                let sibling = parent.join(format!(".{name}.building-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&sibling);
+                std::fs::create_dir_all(&sibling).context(|| format!("creating {}", sibling.display()))?;
+                (sibling, true, true)
+            }
+        };
+        super::hygiene::remove_stale_hidden(&root, ".");
+        let work_dir = root.join(format!("{}{}", generation::BUILDING_PREFIX, std::process::id()));
         if work_dir.exists() {
             std::fs::remove_dir_all(&work_dir).context(|| format!("removing stale {}", work_dir.display()))?;
         }
         std::fs::create_dir_all(&work_dir).context(|| format!("creating {}", work_dir.display()))?;
         Ok(StoreBuilder {
             final_dir: final_dir.to_path_buf(),
+            root,
+            replaces_legacy,
+            created_root,
             work_dir,
             counters,
             files: Vec::new(),
@@ -210,45 +235,71 @@ impl StoreBuilder {
             manifest.layouts.insert(name, layout);
         }
         manifest.write(&self.work_dir.join(MANIFEST_FILE))?;
-        let old = self.work_dir.with_file_name(format!(
-            ".{}.replaced-{}",
-            self.final_dir.file_name().unwrap().to_string_lossy(),
-            std::process::id()
-        ));
-        let had_old = self.final_dir.exists();
-        if had_old {
-            std::fs::rename(&self.final_dir, &old).context(|| format!("moving aside {}", self.final_dir.display()))?;
+        let lock = self.work_dir.join(generation::LOCK_FILE);
+        std::fs::File::create(&lock).context(|| format!("creating {}", lock.display()))?;
+        sync_dir(&self.work_dir).context(|| format!("syncing {}", self.work_dir.display()))?;
+        generation::commit(&self.root, &self.work_dir)?;
+        self.committed = true;
+        if self.replaces_legacy {
+            self.swap_in_for_legacy()?;
         }
-        std::fs::rename(&self.work_dir, &self.final_dir)
+        Store::open_with(&self.final_dir, self.counters.clone())
+    }
+
+    /// Replaces a store from before generations by the generational root built beside it.
+    fn swap_in_for_legacy(&self) -> Result<()> {
+        let name = self.final_dir.file_name().unwrap().to_string_lossy().to_string();
+        let old = self.root.with_file_name(format!(".{name}.replaced-{}", std::process::id()));
+        std::fs::rename(&self.final_dir, &old).context(|| format!("moving aside {}", self.final_dir.display()))?;
+        std::fs::rename(&self.root, &self.final_dir)
             .context(|| format!("moving the new store into {}", self.final_dir.display()))?;
         if let Some(parent) = self.final_dir.parent() {
             let _ = sync_dir(if parent.as_os_str().is_empty() { Path::new(".") } else { parent });
         }
-        self.committed = true;
-        if had_old {
-            std::fs::remove_dir_all(&old).context(|| format!("removing the replaced store {}", old.display()))?;
-        }
-        Store::open_with(&self.final_dir, self.counters.clone())
+        std::fs::remove_dir_all(&old).context(|| format!("removing the replaced store {}", old.display()))
     }
 }
 
-/// Removes `.NAME.building-PID` / `.NAME.replaced-PID` directories left by builds that were
-/// killed (their process no longer exists). They never look like a store, but they take space.
-fn remove_stale_work_dirs(parent: &Path, name: &str) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        let file_name = entry.file_name().to_string_lossy().to_string();
-        let pid = [".building-", ".replaced-"].iter().find_map(|marker| {
-            file_name.strip_prefix(&format!(".{name}{marker}")).and_then(|pid| pid.parse::<i32>().ok())
-        });
-        if let Some(pid) = pid {
-            // SAFETY: kill with signal 0 only checks whether the process exists.
-            let alive = unsafe { libc::kill(pid, 0) } == 0
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-            if !alive && pid != std::process::id() as i32 {
-                let _ = std::fs::remove_dir_all(entry.path());
+/// Checks that an import may write to `dir`: missing, a store (with or without generations), or
+/// an empty directory (or one holding only what a killed import left).
+pub fn check_replaceable(dir: &Path) -> Result<()> {
+    Target::of(dir).map(|_| ())
+}
+
+/// What an import finds at the store path.
+enum Target {
+    Missing,
+    /// A generational root, or a directory holding only what a killed first import leaves.
+    Generational,
+    /// A store from before generations (`manifest.json` in the directory itself).
+    Legacy,
+}
+
+impl Target {
+    fn of(dir: &Path) -> Result<Target> {
+        if !dir.exists() {
+            return Ok(Target::Missing);
+        }
+        if generation::is_generational(dir) {
+            return Ok(Target::Generational);
+        }
+        if dir.join(MANIFEST_FILE).exists() {
+            return Ok(Target::Legacy);
+        }
+        let entries = std::fs::read_dir(dir).context(|| format!("listing {}", dir.display()))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let ours = name.starts_with('.')
+                || name == generation::WRITER_LOCK
+                || generation::generation_number(&name).is_some();
+            if !ours {
+                return Err(Error::invalid(format!(
+                    "{} exists and is not an outcore store ({name} is in it, no manifest.json): refusing to replace it",
+                    dir.display()
+                )));
             }
         }
+        Ok(Target::Generational)
     }
 }
 
@@ -256,6 +307,12 @@ impl Drop for StoreBuilder {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.work_dir);
+            if self.replaces_legacy {
+                let _ = std::fs::remove_dir_all(&self.root);
+            } else if self.created_root {
+                // Only if empty: another import may be building its first generation here too.
+                let _ = std::fs::remove_dir(&self.root);
+            }
         }
     }
 }

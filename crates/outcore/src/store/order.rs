@@ -312,7 +312,7 @@ fn norder(roots: &[u64], lists: &RandomAccessLists) -> Result<Vec<u64>> {
 /// Renumbers `store` in place with `order` (atomically: the old store stays until the new one
 /// is complete) and returns the new store.
 pub fn reorder(store: &Store, order: VertexOrder, memory: MemoryBudget, progress: &dyn Progress) -> Result<Store> {
-    reorder_into(store, store.dir(), order, memory, progress)
+    reorder_into(store, store.root(), order, memory, progress)
 }
 
 /// Writes `store` renumbered with `order` into `dest` (which may be the store's own directory).

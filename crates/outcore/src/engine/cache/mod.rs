@@ -425,6 +425,9 @@ impl CacheEngine {
         }
         let layout_name = format!("static-cache-selection/{key}");
         let rel = format!("cache/selection-{key}.u64");
+        if let Some(damaged) = store.damaged_layout(&layout_name) {
+            return Err(damaged);
+        }
         // Read the manifest afresh: another run may have saved the selection since we opened.
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
         if let (Some(_), Some(entry)) = (manifest.layouts.get(&layout_name), manifest.files.get(&rel)) {
@@ -491,6 +494,7 @@ impl CacheEngine {
         edge_bytes: u64,
         seconds: f64,
     ) -> Result<()> {
+        let _building = store.lock_builds()?;
         let mut writer = StoreFileWriter::create(&store.path(rel), store.counters().clone())?;
         for &v in selected {
             writer.write_u64(v)?;
@@ -506,7 +510,7 @@ impl CacheEngine {
         params.insert("vertices".into(), (selected.len() as u64).into());
         params.insert("seconds".into(), json!(seconds));
         let layout = LayoutEntry { files: vec![rel.to_string()], bytes: entry.bytes, params };
-        let mut fresh = Store::open(store.dir())?;
+        let mut fresh = store.reopen()?;
         fresh.add_layout(layout_name, layout, vec![(rel.to_string(), entry)])
     }
 

@@ -69,7 +69,7 @@ impl<V: GatherValue> GlobalGather<V> {
         let resident = vec![V::default(); (bounds[1] - bounds[0]) as usize];
         let spills = (1..bounds.len() - 1)
             .map(|i| SpillPartition {
-                path: spill_dir.join(format!("nwsm-{}-{tag}-range-{i}.spill", std::process::id())),
+                path: spill_dir.join(crate::store::hygiene::work_name("nwsm", &format!("{tag}-range-{i}.spill"))),
                 writer: None,
                 records: 0,
             })

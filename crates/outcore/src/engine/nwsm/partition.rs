@@ -181,11 +181,34 @@ pub fn ensure_layout(
     if let Some(found) = BbpLayout::find(store, p, q, page_size) {
         return Ok(found);
     }
-    build(store, p, q, page_size, budget, progress, cancel)
+    // A damaged layout of these ranks is reported with the command that rebuilds it.
+    let prefix = format!("bbp-{p}-");
+    if let Some((name, _)) = store.damaged_layouts().iter().find(|(n, _)| n.starts_with(&prefix)) {
+        return Err(store.damaged_layout(name).expect("listed as damaged"));
+    }
+    let _building = store.lock_builds()?;
+    if let Some(found) = BbpLayout::find(&store.reopen()?, p, q, page_size) {
+        return Ok(found);
+    }
+    build_locked(store, p, q, page_size, budget, progress, cancel)
 }
 
-/// Partitions the store into `bbp-{p}-{q}` (replacing a layout of that name).
+/// Partitions the store into `bbp-{p}-{q}` (replacing a layout of that name), under the
+/// store's build lock.
 pub fn build(
+    store: &Store,
+    p: usize,
+    q: usize,
+    page_size: u64,
+    budget: MemoryBudget,
+    progress: &dyn Progress,
+    cancel: &CancelToken,
+) -> Result<BbpLayout> {
+    let _building = store.lock_builds()?;
+    build_locked(store, p, q, page_size, budget, progress, cancel)
+}
+
+fn build_locked(
     store: &Store,
     p: usize,
     q: usize,
@@ -303,7 +326,7 @@ pub fn build(
     let bytes = files.iter().map(|(_, e)| e.bytes).sum();
     let entry = LayoutEntry { files: files.iter().map(|(rel, _)| rel.clone()).collect(), bytes, params };
     let layout = BbpLayout::from_entry(&name, &entry).expect("params just written");
-    let mut fresh = Store::open(store.dir())?;
+    let mut fresh = store.reopen()?;
     fresh.add_layout(&name, entry, files)?;
     remove_coarser(store, p, q, page_size)?;
     Ok(layout)
@@ -334,7 +357,7 @@ impl LayoutLock {
     }
 
     /// The exclusive hold, or `None` when a run holds the layout.
-    fn exclusive_if_free(store: &Store, name: &str) -> Result<Option<LayoutLock>> {
+    pub fn exclusive_if_free(store: &Store, name: &str) -> Result<Option<LayoutLock>> {
         let file = Self::open(store, name)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(LayoutLock { _file: file })),
@@ -349,7 +372,7 @@ impl LayoutLock {
 /// run holds ([`LayoutLock::shared`]) stays, to be removed after a later build. Returns the
 /// names removed.
 pub fn remove_coarser(store: &Store, p: usize, q: usize, page_size: u64) -> Result<Vec<String>> {
-    let mut fresh = Store::open(store.dir())?;
+    let mut fresh = store.reopen()?;
     let mut removed = Vec::new();
     for old in BbpLayout::all(&fresh).into_iter().filter(|l| l.p == p && l.page_size == page_size && l.q < q) {
         if let Some(_held) = LayoutLock::exclusive_if_free(&fresh, &old.name)? {

@@ -140,7 +140,7 @@ pub fn open(store: &Store, ranks: usize, recoded: bool) -> Result<PartitionInfo>
             &dir,
             format!(
                 "no partition for {ranks} rank(s); create it with `outcore partition --store {} --ranks {ranks}{flag}`",
-                store.dir().display()
+                store.root().display()
             ),
         )
     })?;
@@ -398,6 +398,7 @@ fn install(store: &Store, info: &PartitionInfo, tmp: &Path, target: &Path) -> Re
     let json = serde_json::to_vec_pretty(info).expect("partition description serialises");
     crate::store::files::write_atomic(&tmp.join(DESCRIPTION_FILE), &json)
         .context(|| format!("writing {}", tmp.join(DESCRIPTION_FILE).display()))?;
+    let _building = store.lock_builds()?;
     let old =
         store.dir().join(format!(".{}.old-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
     if target.exists() {

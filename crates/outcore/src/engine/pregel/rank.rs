@@ -263,7 +263,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     if program.runs_no_step() {
         return gather_results(t, &vertices, values, info.vertices);
     }
-    let work = WorkDir(store.temp_dir()?.join(format!("pregel-{}-rank{rank}-{}", std::process::id(), unique())));
+    let work = WorkDir(store.work_path(&format!("pregel-rank{rank}"))?);
     std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
     let record_bytes = 8 + S::Msg::BYTES;
     let fingerprint =
@@ -389,10 +389,6 @@ fn resume<V: Wire + Clone, M: Wire>(
         )));
     };
     checkpoint::load::<V, M>(rank_dir, fingerprint, step, n_local, work, counters).map(Some)
-}
-
-fn unique() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

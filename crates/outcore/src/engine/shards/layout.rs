@@ -72,14 +72,22 @@ impl ShardLayout {
             return Err(Error::invalid(format!("the number of shards must be in 1..=65536, got {shards}")));
         }
         let name = Self::layout_name(shards);
-        // Read the manifest afresh: another run may have built the layout since the store was opened.
+        // A listed layout that fails its checks is damaged: say so (exit 66, the file named,
+        // the command that rebuilds it) rather than rebuild it silently over the evidence.
+        if let Some(damaged) = store.damaged_layout(&name) {
+            return Err(damaged);
+        }
+        // Read the manifest afresh: another run may have built the layout since the store was
+        // opened, or may be building it now (then wait for it under the build lock).
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
         if manifest.layouts.contains_key(&name) {
-            // A listed layout that fails its checks is damaged: say so (exit 66, the file
-            // named) rather than rebuild it silently over the evidence.
             return Self::open(store, shards, &manifest);
         }
-        build(store, shards, buffer_bytes, progress)?;
+        let _building = store.lock_builds()?;
+        let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
+        if !manifest.layouts.contains_key(&name) {
+            build(store, shards, buffer_bytes, progress)?;
+        }
         let manifest = Manifest::read(&store.dir().join(MANIFEST_FILE))?;
         Self::open(store, shards, &manifest)
     }
@@ -92,7 +100,10 @@ impl ShardLayout {
             let want = manifest.files.get(rel).map(|f| f.bytes);
             let have = std::fs::metadata(store.path(rel)).map(|m| m.len()).ok();
             if want.is_none() || want != have {
-                return Err(Error::store(store.path(rel), "shard file is missing or has the wrong size"));
+                return Err(Error::store(
+                    store.path(rel),
+                    format!("shard file is missing or has the wrong size; {}", store.rebuild_hint(&name)),
+                ));
             }
         }
         let intervals = crate::store::files::u64s_from_le_bytes(&store.file(&format!("{name}/intervals"))?.read_all()?);
@@ -244,11 +255,12 @@ fn balanced_intervals(store: &Store, shards: usize) -> Result<Vec<VertexId>> {
     Ok(intervals)
 }
 
-/// Builds `shards-P` into a temporary directory and renames it into place.
+/// Builds `shards-P` into a temporary directory and renames it into place (the caller holds
+/// [`Store::lock_builds`]).
 fn build(store: &Store, shards: usize, buffer_bytes: u64, progress: &dyn Progress) -> Result<()> {
     let name = ShardLayout::layout_name(shards);
     let final_dir = store.path(&name);
-    let tmp = store.temp_dir()?.join(format!("{name}.partial-{}", std::process::id()));
+    let tmp = store.work_path(&format!("{name}-partial"))?;
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).context(|| format!("removing {}", tmp.display()))?;
     }
@@ -270,7 +282,7 @@ fn build(store: &Store, shards: usize, buffer_bytes: u64, progress: &dyn Progres
     sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
     let bytes = files.iter().map(|(_, e)| e.bytes).sum();
     let layout = LayoutEntry { files: files.iter().map(|(r, _)| r.clone()).collect(), bytes, params };
-    let mut fresh = Store::open(store.dir())?;
+    let mut fresh = store.reopen()?;
     fresh.add_layout(&name, layout, files)
 }
 

@@ -352,8 +352,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let record = edges::record_bytes::<P::Msg>();
         let per_edge = EdgeSection::bytes_per_edge(weights, record, dirs.iter().filter(|&&d| d).count());
         let layout = open_layout::<P>(runner, per_edge)?;
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let work = WorkDir(store.temp_dir()?.join(format!("shards-run-{}-{nanos}", std::process::id())));
+        let work = WorkDir(store.work_path("shards-run")?);
         std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
         let counters = store.counters().clone();
         let values = WorkFile::create(
