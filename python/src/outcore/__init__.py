@@ -12,7 +12,8 @@ memory budget. Results are numpy arrays keyed by the original vertex ids.
 {1: 0, 2: 1, 3: 2}
 """
 
-from ._native import InputError, MemoryBudgetError, OutcoreError, StoreError, __version__
+from ._native import __version__
+from ._errors import BudgetError, InputError, Interrupted, InvalidParameter, MemoryBudgetError, OutcoreError, StoreError
 from ._graph import Graph, Result, generate_rmat, import_edges, open
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "OutcoreError",
     "InputError",
     "StoreError",
+    "BudgetError",
     "MemoryBudgetError",
+    "InvalidParameter",
+    "Interrupted",
     "__version__",
 ]

@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _native
+from ._errors import InputError, InvalidParameter, StoreError, native_errors
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -100,7 +101,8 @@ class Graph:
 
     def __init__(self, path: PathLike, _keepalive: Any = None):
         self.path = os.fspath(path)
-        self._manifest = json.loads(_native.store_manifest(self.path))
+        with native_errors():
+            self._manifest = json.loads(_native.store_manifest(self.path))
         self._keepalive = _keepalive  # a TemporaryDirectory owning the store, if any
 
     # -- construction -------------------------------------------------------------------
@@ -137,16 +139,17 @@ class Graph:
         src_list, ids = _id_list(src)
         dst_list, dst_ids = _id_list(dst)
         if ids != dst_ids:
-            raise _native.InputError(
+            raise InputError(
                 f"from_edges: src ids are {_ID_WORDS[ids]} but dst ids are {_ID_WORDS[dst_ids]}; "
                 "give both as integers or both as strings"
             )
         w = None if weights is None else np.asarray(weights, dtype=np.float64).tolist()
         path, keep = _store_path(store, overwrite)
-        _native.from_edges(
-            src_list, dst_list, path, weights=w, directed=directed, memory=_memory(memory), ids=ids,
-            dedup=dedup, drop_self_loops=drop_self_loops, progress=_progress(progress),
-        )
+        with native_errors():
+            _native.from_edges(
+                src_list, dst_list, path, weights=w, directed=directed, memory=_memory(memory), ids=ids,
+                dedup=dedup, drop_self_loops=drop_self_loops, progress=_progress(progress),
+            )
         return cls(path, keep)
 
     # -- facts --------------------------------------------------------------------------
@@ -185,8 +188,9 @@ class Graph:
         ``explain=True`` prints the planner's table (also kept as ``Result.explanation``).
         """
         _check_params(algorithm, params)
-        raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
-                          progress=_progress(progress), engine_options=engine_options)
+        with native_errors():
+            raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
+                              progress=_progress(progress), engine_options=engine_options)
         result = Result(algorithm, raw)
         if explain and result.explanation:
             print(result.explanation)
@@ -277,8 +281,9 @@ class Graph:
     def reorder(self, order: str, *, seed: int = 1, memory: Optional[str] = None,
                 progress: Optional[bool] = None) -> "Graph":
         """Renumbers the store (``degree``, ``random``, ``norder``); results stay in original ids."""
-        _native.reorder(self.path, order, seed=seed, memory=_memory(memory), progress=_progress(progress))
-        self._manifest = json.loads(_native.store_manifest(self.path))
+        with native_errors():
+            _native.reorder(self.path, order, seed=seed, memory=_memory(memory), progress=_progress(progress))
+            self._manifest = json.loads(_native.store_manifest(self.path))
         return self
 
 
@@ -290,7 +295,7 @@ def _columns_of_frame(frame: Any, weights: Any):
             if w is None and "weight" in columns:
                 w = frame["weight"].to_numpy()
             return frame[s].to_numpy(), frame[d].to_numpy(), w
-    raise _native.InputError(
+    raise InvalidParameter(
         "from_edges: give src and dst arrays, or a DataFrame with src/dst (or source/target) columns"
     )
 
@@ -306,15 +311,15 @@ def _id_list(values: Any):
         if kinds == {True}:
             arr = arr.astype(np.int64)
         elif len(kinds) > 1:
-            raise _native.InputError("from_edges: vertex ids mix integers and strings; give one kind")
+            raise InputError("from_edges: vertex ids mix integers and strings; give one kind")
         else:
             arr = arr.astype(str)
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
-            raise _native.InputError("from_edges: vertex ids must be non-negative integers or strings")
+            raise InputError("from_edges: vertex ids must be non-negative integers or strings")
         return arr.astype(np.uint64).tolist(), "u64"
     if arr.dtype.kind == "f":
-        raise _native.InputError("from_edges: vertex ids are floats; give integers or strings")
+        raise InputError("from_edges: vertex ids are floats; give integers or strings")
     return [str(x) for x in arr.tolist()], "string"
 
 
@@ -323,7 +328,7 @@ def _store_path(store: Optional[PathLike], overwrite: bool = False):
         path = os.fspath(store)
         if os.path.exists(path):
             if not overwrite:
-                raise _native.StoreError(f"store {path} exists; pass overwrite=True to replace it")
+                raise StoreError(f"store {path} exists; pass overwrite=True to replace it")
             import shutil
 
             shutil.rmtree(path)
@@ -359,19 +364,24 @@ def _check_params(algorithm: str, params: Dict[str, Any]) -> None:
     before any work."""
     known = {name for name, _ in _native.algorithms()}
     if algorithm not in known:
-        raise _native.InputError(f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(known))})")
+        raise InvalidParameter(f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(known))})")
     allowed = ALGORITHM_PARAMS.get(algorithm)
     given = {k for k, v in params.items() if v is not None and v is not False}
     if allowed is not None and given - allowed:
         extra = ", ".join(sorted(given - allowed))
-        raise _native.InputError(f"{algorithm} does not take {extra} (it takes: {', '.join(sorted(allowed)) or 'nothing'})")
+        raise InvalidParameter(f"{algorithm} does not take {extra} (it takes: {', '.join(sorted(allowed)) or 'nothing'})")
     for key in _COUNTS:
         value = params.get(key)
-        if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0):
-            raise _native.InputError(f"{key} must be a non-negative integer, got {value!r}")
+        if value is not None and (not _is_int(value) or value < 0):
+            raise InvalidParameter(f"{key} must be a non-negative integer, got {value!r}")
     damping = params.get("damping")
     if damping is not None and not 0.0 <= float(damping) <= 1.0:
-        raise _native.InputError(f"damping must be in [0, 1], got {damping!r}")
+        raise InvalidParameter(f"damping must be in [0, 1], got {damping!r}")
+
+
+def _is_int(value: Any) -> bool:
+    """An integer (Python or numpy), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _memory(memory: Any) -> Optional[str]:
@@ -380,7 +390,7 @@ def _memory(memory: Any) -> Optional[str]:
         return memory
     if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool) and memory > 0:
         return f"{int(memory)}B"
-    raise _native.InputError(f"memory must be a size such as '512MiB' or a positive number of bytes, got {memory!r}")
+    raise InvalidParameter(f"memory must be a size such as '512MiB' or a positive number of bytes, got {memory!r}")
 
 
 def open(path: PathLike) -> Graph:  # noqa: A001 - mirrors the usual `open(path)` of storage libraries
@@ -401,16 +411,21 @@ def import_edges(
     drop_self_loops: bool = False,
     ids: str = "u64",
     skip_bad_lines: bool = False,
+    src_col: Optional[str] = None,
+    dst_col: Optional[str] = None,
+    weight_col: Optional[str] = None,
     progress: Optional[bool] = None,
 ) -> Graph:
     """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
-    detected) into a store within ``memory`` and returns the Graph."""
+    detected) into a store within ``memory`` and returns the Graph. ``src_col``/``dst_col``/
+    ``weight_col`` name the columns of a CSV file with a header."""
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
-    _native.import_edges(
-        paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=_memory(memory),
-        dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
-        progress=_progress(progress),
-    )
+    with native_errors():
+        _native.import_edges(
+            paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=_memory(memory),
+            dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
+            src_col=src_col, dst_col=dst_col, weight_col=weight_col, progress=_progress(progress),
+        )
     graph = Graph(store)
     if order not in (None, "none"):
         graph.reorder(order, memory=memory, progress=progress)
@@ -429,12 +444,14 @@ def generate_rmat(
 ) -> Graph:
     """Generates a Graph500 RMAT graph (2**scale vertices, edge_factor * 2**scale edges)
     straight into a store (a temporary one when ``path`` is None)."""
-    if not isinstance(scale, int) or not 1 <= scale <= MAX_RMAT_SCALE:
-        raise _native.InputError(f"generate_rmat: scale must be an integer in 1..{MAX_RMAT_SCALE}, got {scale!r}")
-    if not isinstance(edge_factor, int) or edge_factor < 1:
-        raise _native.InputError(f"generate_rmat: edge_factor must be a positive integer, got {edge_factor!r}")
+    if not _is_int(scale) or not 1 <= scale <= MAX_RMAT_SCALE:
+        raise InvalidParameter(f"generate_rmat: scale must be an integer in 1..{MAX_RMAT_SCALE}, got {scale!r}")
+    if not _is_int(edge_factor) or edge_factor < 1:
+        raise InvalidParameter(f"generate_rmat: edge_factor must be a positive integer, got {edge_factor!r}")
     store, keep = _store_path(path)
-    _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=_memory(memory), progress=_progress(progress))
+    with native_errors():
+        _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=_memory(memory),
+                              progress=_progress(progress))
     return Graph(store, keep)
 
 
