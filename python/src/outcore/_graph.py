@@ -216,6 +216,29 @@ class Graph:
         """Hop depth from ``source``; unreachable vertices get 9223372036854775807."""
         return self.run("bfs", source=source, **kw)
 
+    def bfs_parents(self, source: Any, **kw: Any) -> Result:
+        """A BFS tree from ``source`` along out-edges: columns ``depth`` (hops, as :meth:`bfs`)
+        and ``parent`` (an original id). Among the vertices one level up that reach a vertex,
+        its parent is the one of smallest original id, so every engine gives the same tree.
+        The source and unreachable vertices are their own parent.
+
+        >>> g = Graph.from_edges([1, 1, 2, 3], [2, 3, 4, 4])
+        >>> g.bfs_parents(1, progress=False).to_dict("parent")
+        {1: 1, 2: 1, 3: 1, 4: 2}
+        """
+        return self.run("bfs-parents", source=source, **kw)
+
+    def core_number(self, **kw: Any) -> Result:
+        """Core numbers (k-core decomposition, directions ignored; networkx ``core_number``):
+        the largest k such that the vertex lies in a subgraph where every vertex has degree
+        at least k. ``summary["degeneracy"]`` is the largest core number.
+
+        >>> g = Graph.from_edges([1, 1, 2, 3], [2, 3, 3, 4], directed=False)
+        >>> g.core_number(progress=False).to_dict()
+        {1: 2, 2: 2, 3: 2, 4: 1}
+        """
+        return self.run("kcore", **kw)
+
     def sssp(self, source: Any, **kw: Any) -> Result:
         """Weighted shortest-path distances from ``source``; unreachable: inf.
 
@@ -343,6 +366,8 @@ MAX_RMAT_SCALE = 32
 # Parameters each algorithm reads (names as in Graph.run); others are refused, not ignored.
 ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "bfs": frozenset({"source"}),
+    "bfs-parents": frozenset({"source"}),
+    "kcore": frozenset(),
     "sssp": frozenset({"source"}),
     "pr": frozenset({"iterations", "damping"}),
     "pr-delta": frozenset({"tolerance", "damping", "iterations"}),
