@@ -13,8 +13,18 @@ memory budget. Results are numpy arrays keyed by the original vertex ids.
 """
 
 from ._native import __version__
-from ._errors import BudgetError, InputError, Interrupted, InvalidParameter, MemoryBudgetError, OutcoreError, StoreError
-from ._graph import Graph, Result, generate_rmat, import_edges, open
+from ._errors import (
+    BudgetError,
+    InputError,
+    Interrupted,
+    InvalidParameter,
+    MemoryBudgetError,
+    MissingDependency,
+    OutcoreError,
+    StoreError,
+)
+from ._graph import Graph, Result, algorithms, generate_rmat, import_edges, open
+from ._progress import set_progress
 
 __all__ = [
     "Graph",
@@ -22,6 +32,8 @@ __all__ = [
     "open",
     "import_edges",
     "generate_rmat",
+    "algorithms",
+    "set_progress",
     "OutcoreError",
     "InputError",
     "StoreError",
@@ -29,5 +41,6 @@ __all__ = [
     "MemoryBudgetError",
     "InvalidParameter",
     "Interrupted",
+    "MissingDependency",
     "__version__",
 ]

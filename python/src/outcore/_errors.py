@@ -71,3 +71,8 @@ def native_errors() -> Iterator[None]:
         raise Interrupted(str(exc) or "interrupted") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidParameter(python_terms(str(exc))) from None
+
+
+class MissingDependency(OutcoreError, ImportError):
+    """An optional package (pandas, pyarrow, scipy, networkx, tqdm) a call needs is not
+    installed; the message says what to ``pip install``. Also an ``ImportError``."""
