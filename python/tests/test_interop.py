@@ -144,3 +144,14 @@ def test_from_edges_over_chunks_equals_one_chunk(tmp_path):
     np.testing.assert_array_equal(small.pagerank(progress=False).values, whole.pagerank(progress=False).values)
     with pytest.raises(outcore.InvalidParameter, match="same length"):
         outcore.Graph.from_edges(s, d[:-1])
+
+
+def test_an_error_in_a_later_chunk_is_raised_as_itself_and_leaves_no_store(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    src = np.arange(10_000, dtype=np.int64)
+    dst = src + 1
+    src[9_000] = -5  # in the last of several 4096-edge batches
+    table = pa.table({"src": src, "dst": dst})
+    with pytest.raises(outcore.InputError, match="non-negative"):
+        outcore.Graph.from_edges(table, store=tmp_path / "g", memory="4MiB")
+    assert not (tmp_path / "g").exists()
