@@ -106,6 +106,8 @@ def test_networkx_round_trip_keeps_isolated_nodes_and_weights():
     assert outcore.Graph.from_networkx(labelled).bfs("a", progress=False).to_dict() == {"a": 0, "b": 1, "c": 2}
     with pytest.raises(outcore.InputError, match="mix integers and strings"):
         outcore.Graph.from_networkx(nx.Graph([(1, "b")]))
+    with pytest.raises(outcore.InvalidParameter, match="directed as G is"):
+        outcore.Graph.from_networkx(nx.path_graph(3), directed=True)
 
 
 def test_edges_are_streamed_in_chunks_and_degree_matches_networkx():

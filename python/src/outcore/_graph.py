@@ -188,7 +188,9 @@ class Graph:
         (4, False, {0: 0, 1: 1, 2: 2, 3: 3})
         """
         data = _inputs.from_networkx(G, weight, _inputs.chunk_edges(kw.get("memory")))
-        kw.pop("directed", None)
+        if kw.pop("directed", G.is_directed()) != G.is_directed():
+            raise InvalidParameter("from_networkx: the store is directed as G is; convert G first "
+                                   "(G.to_undirected() or G.to_directed())")
         return cls._import(data, kw.pop("store", None), G.is_directed(), kw.pop("memory", None),
                            kw.pop("dedup", False), kw.pop("drop_self_loops", False), kw.pop("overwrite", False),
                            kw.pop("progress", None), **kw)
