@@ -48,6 +48,7 @@ modules=(
     centrality.tests.test_closeness_centrality
     approximation.tests.test_distance_measures
     tests.test_wiener
+    tests.test_core
 )
 status=0
 for m in "${modules[@]}"; do

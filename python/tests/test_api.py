@@ -180,28 +180,46 @@ def test_shards_engine_options_reach_the_engine(tmp_path):
         assert ("dynamic" in kinds) == (dynamic != "off"), (dynamic, kinds)
     with pytest.raises(ValueError, match="unknown engine option 'shard'"):
         g.wcc(engine="shards", engine_options={"shard": 8})
-    with pytest.raises(ValueError, match="unknown --dynamic policy 'fast'"):
-        g.wcc(engine="shards", engine_options={"dynamic": "fast"})
 
 
 def test_parameters_are_checked_before_any_work(tmp_path):
     g = outcore.Graph.from_edges([1, 2, 3], [2, 3, 1], store=tmp_path / "g")
-    with pytest.raises(outcore.InputError, match="bfs does not take iterations"):
+    with pytest.raises(outcore.InvalidParameter, match="bfs does not take iterations"):
         g.bfs(1, iterations=3)
-    with pytest.raises(outcore.InputError, match="unknown algorithm 'louvain'"):
+    with pytest.raises(outcore.InvalidParameter, match="unknown algorithm 'louvain'"):
         g.run("louvain")
-    with pytest.raises(outcore.InputError, match="iterations must be a non-negative integer"):
+    with pytest.raises(outcore.InvalidParameter, match="iterations must be a non-negative integer"):
         g.pagerank(iterations=-1)
+    with pytest.raises(outcore.InvalidParameter, match="not in the graph"):
+        g.bfs(10**9)
+    with pytest.raises(outcore.InvalidParameter):
+        g.bfs(1, engine="warp")
     assert g.pagerank(memory=10**8, progress=False).stats["iterations"] == 10  # the CLI's default
-    with pytest.raises(outcore.InputError, match="memory must be"):
+    with pytest.raises(outcore.InvalidParameter, match="memory must be"):
         g.pagerank(memory=-5)
-    with pytest.raises(outcore.InputError, match="scale must be an integer in 1..32"):
+    with pytest.raises(outcore.InvalidParameter, match="scale must be an integer in 1..32"):
         outcore.generate_rmat(40)
     with pytest.raises(outcore.InputError, match="integers but dst ids are strings|mix integers and strings"):
         outcore.Graph.from_edges([1, "b"], [2, "c"])
     with pytest.raises(outcore.StoreError, match="overwrite=True"):
         outcore.Graph.from_edges([1], [2], store=tmp_path / "g")
     assert outcore.Graph.from_edges([7], [8], store=tmp_path / "g", overwrite=True).num_vertices == 2
+
+
+def test_every_error_is_an_outcore_error_in_python_terms(tmp_path):
+    for cls in (outcore.InputError, outcore.StoreError, outcore.BudgetError, outcore.InvalidParameter,
+                outcore.Interrupted):
+        assert issubclass(cls, outcore.OutcoreError)
+    assert issubclass(outcore.InvalidParameter, ValueError)
+    assert issubclass(outcore.Interrupted, KeyboardInterrupt)
+    assert outcore.MemoryBudgetError is outcore.BudgetError
+    g = outcore.generate_rmat(12, 16, 1, tmp_path / "g")
+    with pytest.raises(outcore.BudgetError) as caught:
+        g.pagerank(engine="inmem", memory="64KiB", progress=False)
+    assert "memory=" in str(caught.value) and "--" not in str(caught.value), caught.value
+    with pytest.raises(outcore.InvalidParameter) as caught:
+        g.wcc(engine="shards", engine_options={"dynamic": "fast"})
+    assert 'engine_options["dynamic"]' in str(caught.value) and "--" not in str(caught.value)
 
 
 def test_auto_plans_within_memory_and_explains(tmp_path, capsys):

@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pytest
 
 nx = pytest.importorskip("networkx")
@@ -137,3 +139,66 @@ def test_weighted_distances_agree_with_networkx(directed):
     t = max(reach, key=reach.get)
     assert math.isclose(nx.dijkstra_path_length(directed, 0, t, backend="outcore"), reach[t])
     assert math.isclose(nx.shortest_path_length(directed, 0, t, weight="weight", backend="outcore"), reach[t])
+
+
+@pytest.mark.parametrize("seed,directed_graph", [(1, False), (2, False), (3, True), (4, True)])
+def test_core_number_and_k_core_match_networkx(seed, directed_graph):
+    G = nx.gnp_random_graph(80, 0.1, seed=seed, directed=directed_graph)
+    G.add_node("isolated")
+    want = nx.core_number(G)
+    assert nx.core_number(G, backend="outcore") == want
+    for k in (None, 0, 1, 2, max(want.values())):
+        ours, theirs = nx.k_core(G, k=k, backend="outcore"), nx.k_core(G, k=k)
+        assert set(ours.nodes) == set(theirs.nodes), k
+        assert set(ours.edges) == set(theirs.edges), k
+
+
+def test_core_number_refuses_self_loops_like_networkx():
+    G = nx.karate_club_graph()
+    G.add_edge(0, 0)
+    with pytest.raises(nx.NetworkXNotImplemented, match="self loops"):
+        nx.core_number(G, backend="outcore")
+
+
+def test_graph_core_number_and_bfs_parents_against_networkx(tmp_path):
+    G = nx.gnp_random_graph(120, 0.04, seed=7, directed=True)
+    src, dst = zip(*G.edges)
+    g = outcore.Graph.from_edges(list(src), list(dst), store=tmp_path / "g")
+    cores = g.core_number(progress=False)
+    assert cores.to_dict() == {v: c for v, c in nx.core_number(G).items() if v in set(src) | set(dst)}
+    source = src[0]
+    tree = g.bfs_parents(source, progress=False)
+    depth, parent = tree.to_dict("depth"), tree.to_dict("parent")
+    want = nx.single_source_shortest_path_length(G, source)
+    for v in depth:
+        if v not in want:
+            assert depth[v] == np.iinfo(np.int64).max and parent[v] == v
+        elif v == source:
+            assert depth[v] == 0 and parent[v] == v
+        else:
+            assert depth[v] == want[v]
+            # the parent: the smallest id among the in-neighbours one level up
+            assert parent[v] == min(u for u in G.predecessors(v) if want.get(u) == want[v] - 1)
+
+
+@pytest.mark.parametrize("directed_graph", [False, True])
+def test_bfs_tree_functions_give_a_breadth_first_tree(directed_graph):
+    G = nx.gnp_random_graph(70, 0.06, seed=11, directed=directed_graph)
+    source = 0
+    depth = nx.single_source_shortest_path_length(G, source)
+    edges = list(nx.bfs_edges(G, source, backend="outcore"))
+    assert {v for _, v in edges} == set(depth) - {source}
+    seen = {source}
+    for u, v in edges:  # breadth-first order: a parent comes before its children
+        assert u in seen and G.has_edge(u, v) and depth[v] == depth[u] + 1
+        seen.add(v)
+    assert [depth[v] for _, v in edges] == sorted(depth[v] for _, v in edges)
+    T = nx.bfs_tree(G, source, backend="outcore")
+    assert set(T.edges) == set(edges) and set(T.nodes) == set(depth)
+    assert dict(nx.bfs_predecessors(G, source, backend="outcore")) == {v: u for u, v in edges}
+    successors = dict(nx.bfs_successors(G, source, backend="outcore"))
+    assert sorted((u, v) for u, vs in successors.items() for v in vs) == sorted(edges)
+    limited = list(nx.bfs_edges(G, source, depth_limit=2, backend="outcore"))
+    assert limited == [(u, v) for u, v in edges if depth[v] <= 2]
+    with pytest.raises(NotImplementedError):
+        list(nx.bfs_edges(G, source, sort_neighbors=sorted, backend="outcore"))

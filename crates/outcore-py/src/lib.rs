@@ -7,6 +7,7 @@
 //! point without corrupting a store.
 
 mod progress;
+mod stream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,25 +45,47 @@ fn to_py_err(error: outcore::Error) -> PyErr {
     }
 }
 
-fn progress_for(show: bool) -> Arc<dyn Progress> {
-    if show {
-        Arc::new(progress::StderrProgress::new())
-    } else {
-        Arc::new(NoProgress)
-    }
+/// `progress=`: a callable gets [`progress::CallbackProgress`] events, a true value the stderr
+/// line, None or a false value nothing.
+fn progress_for(progress: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<dyn Progress>> {
+    Ok(match progress {
+        Some(p) if p.is_callable() => Arc::new(progress::CallbackProgress::new(p.clone().unbind())),
+        Some(p) if p.is_truthy()? => Arc::new(progress::StderrProgress::new()),
+        _ => Arc::new(NoProgress),
+    })
 }
 
-/// Runs `work` on a worker thread with the GIL released, polling for Ctrl-C: a
-/// KeyboardInterrupt cancels the work at its next safe point and is re-raised.
+/// Starts a new peak for `VmHWM` (Linux: writing 5 to /proc/self/clear_refs resets the
+/// process's peak RSS to its current RSS), so that a call's stats report its own peak rather
+/// than the process's lifetime one. Elsewhere (or where not permitted) nothing changes.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Runs `work` on a worker thread with the GIL released, waking every 20 ms to check for
+/// Ctrl-C (a KeyboardInterrupt cancels the work at its next safe point and is re-raised) and
+/// at once when the work ends, so short calls pay no polling delay.
 fn run_detached<T: Send>(
     py: Python<'_>,
     cancel: &CancelToken,
     work: impl FnOnce() -> outcore::Result<T> + Send,
 ) -> PyResult<T> {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
     std::thread::scope(|scope| {
-        let handle = scope.spawn(work);
-        while !handle.is_finished() {
-            py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        let (done, finished) = channel::<()>();
+        let handle = scope.spawn(move || {
+            let result = work();
+            let _ = done.send(());
+            result
+        });
+        // (a Mutex makes the receiver Sync, which releasing the GIL around it asks for)
+        let finished = std::sync::Mutex::new(finished);
+        loop {
+            // Disconnected (the worker panicked) ends the wait as well as a message does.
+            let waited = py.detach(|| finished.lock().unwrap().recv_timeout(Duration::from_millis(20)));
+            if !matches!(waited, Err(RecvTimeoutError::Timeout)) {
+                break;
+            }
             if let Err(interrupt) = py.check_signals() {
                 cancel.cancel();
                 let _ = handle.join();
@@ -95,7 +118,7 @@ fn id_type(ids: &str) -> PyResult<IdType> {
 
 /// Imports edge files into a store; returns the import report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (inputs, store, format="auto", undirected=None, weighted=None, memory=None, dedup=false, drop_self_loops=false, ids="u64", skip_bad_lines=false, src_col=None, dst_col=None, weight_col=None, progress=false))]
+#[pyo3(signature = (inputs, store, format="auto", undirected=None, weighted=None, memory=None, dedup=false, drop_self_loops=false, ids="u64", skip_bad_lines=false, src_col=None, dst_col=None, weight_col=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn import_edges(
     py: Python<'_>,
@@ -112,7 +135,7 @@ fn import_edges(
     src_col: Option<String>,
     dst_col: Option<String>,
     weight_col: Option<String>,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let opts = ImportOptions {
         format: InputFormat::parse(format).map_err(to_py_err)?,
@@ -128,7 +151,7 @@ fn import_edges(
         weight_col,
     };
     let cancel = CancelToken::new();
-    let reporter = progress_for(progress);
+    let reporter = progress_for(progress.as_ref())?;
     let report = run_detached(py, &cancel, || {
         import(&inputs, &store, &opts, reporter.as_ref(), &cancel).map(|(_, report)| report)
     })?;
@@ -164,16 +187,74 @@ impl RecordSource for ArraySource {
     }
 }
 
-fn raw_ids(values: &Bound<'_, PyAny>, id_type: IdType) -> PyResult<Vec<RawId>> {
-    match id_type {
-        IdType::U64 => Ok(values.extract::<Vec<u64>>()?.into_iter().map(RawId::U64).collect()),
-        IdType::String => Ok(values.extract::<Vec<String>>()?.into_iter().map(RawId::Str).collect()),
+use stream::raw_ids;
+
+/// Builds a store from a Python iterator of edge chunks `(src, dst, weights or None)` (see
+/// [`stream::ChunkSource`]): the importer pulls one chunk at a time, so only a chunk is held
+/// beside the importer's own budget. `total_edges` (when known) sizes the progress bar.
+#[pyfunction]
+#[pyo3(signature = (chunks, store, weighted, directed=true, memory=None, ids="u64", dedup=false, drop_self_loops=false, progress=None, vertices=None, total_edges=0))]
+#[allow(clippy::too_many_arguments)]
+fn import_chunks(
+    py: Python<'_>,
+    chunks: &Bound<'_, PyAny>,
+    store: PathBuf,
+    weighted: bool,
+    directed: bool,
+    memory: Option<&str>,
+    ids: &str,
+    dedup: bool,
+    drop_self_loops: bool,
+    progress: Option<Bound<'_, PyAny>>,
+    vertices: Option<&Bound<'_, PyAny>>,
+    total_edges: u64,
+) -> PyResult<String> {
+    let id_type = id_type(ids)?;
+    let vertices = match vertices {
+        Some(v) => raw_ids(v, id_type)?,
+        None => Vec::new(),
+    };
+    let error = stream::ErrorSlot::default();
+    let source = stream::ChunkSource::new(chunks.try_iter()?.into_any().unbind(), id_type, weighted, vertices, error.clone());
+    let info = InputInfo {
+        format_description: "edge chunks from Python".into(),
+        directed: Some(directed),
+        weighted: Some(weighted),
+        total_bytes: total_edges * 16,
+        files: Vec::new(),
+    };
+    let opts = ImportOptions {
+        undirected: Some(!directed),
+        weighted: Some(weighted),
+        dedup,
+        drop_self_loops,
+        ids: id_type,
+        memory: memory_budget(memory)?,
+        ..ImportOptions::default()
+    };
+    let cancel = CancelToken::new();
+    let reporter = progress_for(progress.as_ref())?;
+    reset_peak_rss();
+    let report = run_detached(py, &cancel, || {
+        import_records(Box::new(source), info, &store, &opts, reporter.as_ref(), &cancel).map(|(_, r)| r)
+    });
+    if let Some(chunk_error) = error.lock().unwrap().take() {
+        return Err(chunk_error);
     }
+    Ok(serde_json::to_string(&report?).expect("report serialises"))
+}
+
+/// The command line of the `outcore` binary (`argv[0]` is the program name); returns its
+/// exit code. For the console script that `pip install` ships: it installs the CLI's Ctrl-C
+/// handler, so call it from a process of its own rather than an interactive session.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| outcore_cli::main_with_args(argv))
 }
 
 /// Builds a store from edge arrays (u64 ids, or strings with `ids="string"`).
 #[pyfunction]
-#[pyo3(signature = (src, dst, store, weights=None, directed=true, memory=None, ids="u64", dedup=false, drop_self_loops=false, progress=false, vertices=None))]
+#[pyo3(signature = (src, dst, store, weights=None, directed=true, memory=None, ids="u64", dedup=false, drop_self_loops=false, progress=None, vertices=None))]
 #[allow(clippy::too_many_arguments)]
 fn from_edges(
     py: Python<'_>,
@@ -186,7 +267,7 @@ fn from_edges(
     ids: &str,
     dedup: bool,
     drop_self_loops: bool,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
     vertices: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let id_type = id_type(ids)?;
@@ -218,7 +299,7 @@ fn from_edges(
         ..ImportOptions::default()
     };
     let cancel = CancelToken::new();
-    let reporter = progress_for(progress);
+    let reporter = progress_for(progress.as_ref())?;
     let report = run_detached(py, &cancel, || {
         import_records(Box::new(source), info, &store, &opts, reporter.as_ref(), &cancel).map(|(_, r)| r)
     })?;
@@ -227,7 +308,7 @@ fn from_edges(
 
 /// Generates a Graph500 R-MAT graph straight into a store; returns the import report (JSON).
 #[pyfunction]
-#[pyo3(signature = (scale, edge_factor, seed, store, weights=false, memory=None, progress=false))]
+#[pyo3(signature = (scale, edge_factor, seed, store, weights=false, memory=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn generate_rmat(
     py: Python<'_>,
@@ -237,14 +318,14 @@ fn generate_rmat(
     store: PathBuf,
     weights: bool,
     memory: Option<&str>,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     use outcore::generate::rmat::{Rmat, RmatConfig};
     let generator =
         Rmat::new(RmatConfig { scale, edge_factor, seed, weights, ..RmatConfig::default() }).map_err(to_py_err)?;
     let opts = ImportOptions { memory: memory_budget(memory)?, ..ImportOptions::default() };
     let cancel = CancelToken::new();
-    let reporter = progress_for(progress);
+    let reporter = progress_for(progress.as_ref())?;
     let report = run_detached(py, &cancel, || {
         outcore::generate::source::generate_into_store(generator, &store, &opts, reporter.as_ref(), &cancel)
             .map(|(_, r)| r)
@@ -254,19 +335,19 @@ fn generate_rmat(
 
 /// Renumbers a store's vertices (`none|degree|random|norder`) in place, within `memory`.
 #[pyfunction]
-#[pyo3(signature = (store, order, seed=1, memory=None, progress=false))]
+#[pyo3(signature = (store, order, seed=1, memory=None, progress=None))]
 fn reorder(
     py: Python<'_>,
     store: PathBuf,
     order: &str,
     seed: u64,
     memory: Option<&str>,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let order = outcore::store::order::VertexOrder::parse(order, seed).map_err(to_py_err)?;
     let memory = memory_budget(memory)?;
     let opened = Store::open(&store).map_err(to_py_err)?;
-    let reporter = progress_for(progress);
+    let reporter = progress_for(progress.as_ref())?;
     let cancel = CancelToken::new();
     run_detached(py, &cancel, || outcore::store::order::reorder(&opened, order, memory, reporter.as_ref()).map(|_| ()))
 }
@@ -282,7 +363,7 @@ fn store_manifest(store: PathBuf) -> PyResult<String> {
 /// uint64 array, or a list of str), `columns` (list of (name, kind, numpy array) aligned with
 /// ids), `stats` (JSON text) and `summary` (JSON text).
 #[pyfunction]
-#[pyo3(signature = (store, algorithm, params, engine="auto", memory=None, progress=false, engine_options=None))]
+#[pyo3(signature = (store, algorithm, params, engine="auto", memory=None, progress=None, engine_options=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -291,7 +372,7 @@ fn run<'py>(
     params: &Bound<'py, PyDict>,
     engine: &str,
     memory: Option<&str>,
-    progress: bool,
+    progress: Option<Bound<'py, PyAny>>,
     engine_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = algorithm_params(params)?;
@@ -305,7 +386,8 @@ fn run<'py>(
     }
     let store = Store::open(&store).map_err(to_py_err)?;
     let cancel = CancelToken::new();
-    let runner = Runner::new(&store, options).with_progress(progress_for(progress)).with_cancel(cancel.clone());
+    let runner = Runner::new(&store, options).with_progress(progress_for(progress.as_ref())?).with_cancel(cancel.clone());
+    reset_peak_rss();
     let (result, order, originals) = run_detached(py, &cancel, || {
         let result = run_algorithm(&runner, algorithm, &params)?;
         let (order, originals) = original_order(runner.store())?;
@@ -570,6 +652,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(edges, m)?)?;
     m.add_function(wrap_pyfunction!(vertices, m)?)?;
+    m.add_function(wrap_pyfunction!(import_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::degrees, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_class::<stream::EdgeReader>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

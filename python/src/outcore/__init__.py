@@ -12,8 +12,19 @@ memory budget. Results are numpy arrays keyed by the original vertex ids.
 {1: 0, 2: 1, 3: 2}
 """
 
-from ._native import InputError, MemoryBudgetError, OutcoreError, StoreError, __version__
-from ._graph import Graph, Result, generate_rmat, import_edges, open
+from ._native import __version__
+from ._errors import (
+    BudgetError,
+    InputError,
+    Interrupted,
+    InvalidParameter,
+    MemoryBudgetError,
+    MissingDependency,
+    OutcoreError,
+    StoreError,
+)
+from ._graph import Graph, Result, algorithms, generate_rmat, import_edges, open
+from ._progress import set_progress
 
 __all__ = [
     "Graph",
@@ -21,9 +32,15 @@ __all__ = [
     "open",
     "import_edges",
     "generate_rmat",
+    "algorithms",
+    "set_progress",
     "OutcoreError",
     "InputError",
     "StoreError",
+    "BudgetError",
     "MemoryBudgetError",
+    "InvalidParameter",
+    "Interrupted",
+    "MissingDependency",
     "__version__",
 ]

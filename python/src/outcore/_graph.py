@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native
+from . import _inputs, _native
+from . import _progress as _progress_mod
+from ._progress import ProgressArg
+from ._errors import InvalidParameter, StoreError, native_errors
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _progress(progress: Optional[bool]) -> bool:
-    """Progress bars by default only when stderr is a terminal."""
-    if progress is None:
-        return bool(getattr(sys.stderr, "isatty", lambda: False)())
-    return progress
+def _progress(progress: ProgressArg) -> Any:
+    """``progress=`` for the native layer (see :func:`outcore._progress.resolve`)."""
+    return _progress_mod.resolve(progress)
 
 
 class Result:
@@ -68,23 +68,39 @@ class Result:
 
     def to_pandas(self):
         """A DataFrame with a ``vertex`` column and one column per value (``value`` when
-        there is a single one).
+        there is a single one). Unreachable vertices of hop and distance columns (BFS, SSSP)
+        are NA: hops become pandas' nullable ``Int64``, distances ``Float64``.
 
-        >>> g = Graph.from_edges([1, 2], [2, 3])
+        >>> g = Graph.from_edges([1, 2, 4], [2, 3, 1])
         >>> g.bfs(1, progress=False).to_pandas()
            vertex  value
         0       1      0
         1       2      1
         2       3      2
+        3       4   <NA>
         """
-        import pandas as pd
-
+        pd = _inputs.optional("pandas", "Result.to_pandas")
         frame = {"vertex": self.ids}
-        if len(self.columns) == 1:
-            frame["value"] = self.values
+        columns = {n: _nullable(pd, self.kinds[n], c) for n, c in self.columns.items()}
+        if len(columns) == 1:
+            frame["value"] = next(iter(columns.values()))
         else:
-            frame.update(self.columns)
+            frame.update(columns)
         return pd.DataFrame(frame)
+
+
+def _nullable(pd: Any, kind: str, column: np.ndarray) -> Any:
+    """A column for pandas with NA where a hop count (``Int64``) or a distance (``Float64``)
+    means unreachable; other columns as they are."""
+    if kind == "hops":
+        return pd.arrays.IntegerArray(column.astype(np.int64), column == UNREACHABLE)
+    if kind == "float" and np.isinf(column).any():
+        return pd.arrays.FloatingArray(column.astype(np.float64), np.isinf(column))
+    return column
+
+
+# The hop count of a vertex the source does not reach (Graphalytics' convention).
+UNREACHABLE = np.iinfo(np.int64).max
 
 
 class Graph:
@@ -100,7 +116,8 @@ class Graph:
 
     def __init__(self, path: PathLike, _keepalive: Any = None):
         self.path = os.fspath(path)
-        self._manifest = json.loads(_native.store_manifest(self.path))
+        with native_errors():
+            self._manifest = json.loads(_native.store_manifest(self.path))
         self._keepalive = _keepalive  # a TemporaryDirectory owning the store, if any
 
     # -- construction -------------------------------------------------------------------
@@ -113,40 +130,84 @@ class Graph:
     @classmethod
     def from_edges(
         cls,
-        src: Any,
+        edges: Any = None,
         dst: Any = None,
         weights: Any = None,
         *,
+        src: Any = None,
+        weight: Any = None,
         store: Optional[PathLike] = None,
         directed: bool = True,
-        memory: Optional[str] = None,
+        memory: Union[str, int, None] = None,
         dedup: bool = False,
         drop_self_loops: bool = False,
         overwrite: bool = False,
-        progress: Optional[bool] = None,
+        progress: ProgressArg = None,
     ) -> "Graph":
-        """Builds a store from edge arrays: numpy arrays / sequences of ids, or a pandas
-        DataFrame as ``src`` with columns ``src``/``dst`` (or ``source``/``target``) and an
-        optional ``weight`` column. Ids may be integers or strings.
+        """Builds a store from edges, streamed into the importer a chunk at a time (within
+        ``memory``; only one chunk is copied beside the caller's data).
+
+        ``edges`` (or ``src=``) with ``dst`` (and ``weights``): arrays or sequences of ids,
+        integers (≥ 0) or strings. Or ``edges`` is a table: a pandas DataFrame, a pyarrow
+        Table, the path of a Parquet (``.parquet``) or Arrow IPC (``.arrow``, ``.feather``)
+        file; ``src=``, ``dst=`` and ``weight=`` name its columns (defaults: ``src``/``dst``,
+        ``source``/``target``, ``from``/``to`` or ``u``/``v``, and ``weight`` when present).
+        Or a scipy.sparse adjacency matrix (vertices ``0..n-1``, weights from its entries
+        unless all are 1) or a networkx graph (see :meth:`from_networkx`).
 
         With ``store=None`` the store lives in a temporary directory removed with the Graph; an
         existing ``store`` is replaced only with ``overwrite=True``.
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"a": [1, 2], "b": [2, 3], "w": [0.5, 2.0]})
+        >>> g = Graph.from_edges(df, src="a", dst="b", weight="w")
+        >>> g.num_edges, g.weighted
+        (2, True)
         """
-        if dst is None:
-            src, dst, weights = _columns_of_frame(src, weights)
-        src_list, ids = _id_list(src)
-        dst_list, dst_ids = _id_list(dst)
-        if ids != dst_ids:
-            raise _native.InputError(
-                f"from_edges: src ids are {_ID_WORDS[ids]} but dst ids are {_ID_WORDS[dst_ids]}; "
-                "give both as integers or both as strings"
-            )
-        w = None if weights is None else np.asarray(weights, dtype=np.float64).tolist()
+        table = edges is not None and (dst is None or isinstance(dst, str)) and _is_table(edges)
+        chunk = _inputs.chunk_edges(memory)
+        if table:
+            data = _inputs.edge_input(edges, None, None, src, dst, weight, chunk)
+        else:
+            arrays = edges if edges is not None else src
+            w = weights if weights is not None else weight
+            data = _inputs.edge_input(arrays, dst, w, None, None, None, chunk)
+        if data.directed is not None:
+            directed = data.directed
+        return cls._import(data, store, directed, memory, dedup, drop_self_loops, overwrite, progress)
+
+    @classmethod
+    def from_networkx(cls, G: Any, *, weight: Optional[str] = "weight", **kw: Any) -> "Graph":
+        """A store from a networkx graph: its nodes (non-negative integers or strings; isolated
+        ones kept) and edges, directed as ``G`` is. ``weight`` names the edge attribute to
+        keep (None: unweighted; edges without it weigh 1). Takes ``from_edges``'s keywords.
+
+        >>> import networkx as nx
+        >>> g = Graph.from_networkx(nx.path_graph(4))
+        >>> g.num_vertices, g.directed, g.bfs(0, progress=False).to_dict()
+        (4, False, {0: 0, 1: 1, 2: 2, 3: 3})
+        """
+        data = _inputs.from_networkx(G, weight, _inputs.chunk_edges(kw.get("memory")))
+        if kw.pop("directed", G.is_directed()) != G.is_directed():
+            raise InvalidParameter("from_networkx: the store is directed as G is; convert G first "
+                                   "(G.to_undirected() or G.to_directed())")
+        return cls._import(data, kw.pop("store", None), G.is_directed(), kw.pop("memory", None),
+                           kw.pop("dedup", False), kw.pop("drop_self_loops", False), kw.pop("overwrite", False),
+                           kw.pop("progress", None), **kw)
+
+    @classmethod
+    def _import(cls, data: "_inputs.EdgeInput", store: Optional[PathLike], directed: bool, memory: Any,
+                dedup: bool, drop_self_loops: bool, overwrite: bool, progress: ProgressArg, **unknown: Any) -> "Graph":
+        if unknown:
+            raise InvalidParameter(f"from_edges does not take {', '.join(sorted(unknown))}")
+        memory = _memory(memory)
         path, keep = _store_path(store, overwrite)
-        _native.from_edges(
-            src_list, dst_list, path, weights=w, directed=directed, memory=_memory(memory), ids=ids,
-            dedup=dedup, drop_self_loops=drop_self_loops, progress=_progress(progress),
-        )
+        with native_errors():
+            _native.import_chunks(
+                data.chunks(), path, data.weighted, directed=directed, memory=memory, ids=data.ids, dedup=dedup,
+                drop_self_loops=drop_self_loops, progress=_progress(progress), vertices=data.vertices,
+                total_edges=data.total,
+            )
         return cls(path, keep)
 
     # -- facts --------------------------------------------------------------------------
@@ -171,6 +232,96 @@ class Graph:
         """The store's manifest: counts, id type, layouts and their sizes."""
         return dict(self._manifest)
 
+    # -- the graph itself, out to numpy, scipy and networkx --------------------------------
+
+    def vertices(self) -> Any:
+        """Every vertex's original id, ascending (a numpy uint64 array, or a list of str)."""
+        with native_errors():
+            return _native.vertices(self.path)
+
+    def edges(self, chunk_size: int = 1 << 20) -> Iterator[Tuple[Any, Any, Optional[np.ndarray]]]:
+        """The edges, streamed from disk in chunks of about ``chunk_size`` arcs: an iterator of
+        ``(src, dst, weights or None)`` in original ids (numpy arrays; lists of str for string
+        ids). An undirected graph gives each edge once.
+
+        >>> g = Graph.from_edges([1, 1, 2], [2, 3, 3])
+        >>> [(s.tolist(), d.tolist()) for s, d, _ in g.edges()]
+        [([1, 1, 2], [2, 3, 3])]
+        """
+        if not _is_int(chunk_size) or chunk_size < 1:
+            raise InvalidParameter(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        with native_errors():
+            reader = _native.EdgeReader(self.path)
+        while True:
+            with native_errors():
+                chunk = reader.read(chunk_size)
+            if chunk is None:
+                return
+            yield chunk
+
+    def degree(self) -> Result:
+        """Degrees as a :class:`Result`: column ``degree`` (for a directed graph in + out, as
+        networkx's ``G.degree``), and for a directed graph ``out_degree`` and ``in_degree``.
+
+        >>> Graph.from_edges([1, 1, 2], [2, 3, 3]).degree().to_dict("in_degree")
+        {1: 0, 2: 1, 3: 2}
+        """
+        with native_errors():
+            ids, out, into = _native.degrees(self.path)
+        columns = [("degree", "count", out if into is None else out + into)]
+        if into is not None:
+            columns += [("out_degree", "count", out), ("in_degree", "count", into)]
+        return Result("degree", {"ids": ids, "columns": columns, "stats": "{}", "summary": "{}"})
+
+    def to_scipy(self, format: str = "csr") -> Any:
+        """The adjacency matrix as a scipy.sparse array (``format``: ``"csr"``, ``"csc"``,
+        ``"coo"``...): row and column i are the vertex ``vertices()[i]``; entries are the
+        weights (1 unweighted; parallel arcs add up). Undirected graphs give a symmetric
+        matrix.
+
+        >>> Graph.from_edges([1, 2], [2, 3], weights=[0.5, 2.0]).to_scipy().toarray().tolist()
+        [[0.0, 0.5, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]
+        """
+        sparse = _inputs.optional("scipy.sparse", "Graph.to_scipy")
+        ids = self.vertices()
+        position = _positions(ids)
+        rows, cols, vals = [], [], []
+        for src, dst, w in self.edges():
+            r, c = position(src), position(dst)
+            v = np.ones(len(r)) if w is None else w
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+            if not self.directed:  # the other direction of every edge but self-loops
+                off = r != c
+                rows.append(c[off])
+                cols.append(r[off])
+                vals.append(v[off])
+        n = len(ids)
+        cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, dtype=t))
+        matrix = sparse.coo_array((cat(vals, np.float64), (cat(rows, np.int64), cat(cols, np.int64))), shape=(n, n))
+        return matrix.asformat(format)
+
+    def to_networkx(self, weight: str = "weight") -> Any:
+        """A networkx ``DiGraph`` (``Graph`` when undirected) with every vertex and edge; the
+        weights as the edge attribute ``weight``. For graphs that fit in memory.
+
+        >>> sorted(Graph.from_edges([1, 2], [2, 3]).to_networkx().edges)
+        [(1, 2), (2, 3)]
+        """
+        nx = _inputs.optional("networkx", "Graph.to_networkx")
+        G = nx.DiGraph() if self.directed else nx.Graph()
+        ids = self.vertices()
+        G.add_nodes_from(ids.tolist() if isinstance(ids, np.ndarray) else ids)
+        for src, dst, w in self.edges():
+            us = src.tolist() if isinstance(src, np.ndarray) else src
+            vs = dst.tolist() if isinstance(dst, np.ndarray) else dst
+            if w is None:
+                G.add_edges_from(zip(us, vs))
+            else:
+                G.add_weighted_edges_from(zip(us, vs, w.tolist()), weight=weight)
+        return G
+
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
         return f"<outcore.Graph {self.path}: {self.num_vertices} vertices, {self.num_edges} edges, {kind}>"
@@ -178,15 +329,16 @@ class Graph:
     # -- algorithms ---------------------------------------------------------------------
 
     def run(self, algorithm: str, *, engine: str = "auto", memory: Optional[str] = None,
-            progress: Optional[bool] = None, engine_options: Optional[dict] = None,
+            progress: ProgressArg = None, engine_options: Optional[dict] = None,
             explain: bool = False, **params: Any) -> Result:
         """Runs any algorithm by name (see :func:`outcore.algorithms`).
 
         ``explain=True`` prints the planner's table (also kept as ``Result.explanation``).
         """
         _check_params(algorithm, params)
-        raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
-                          progress=_progress(progress), engine_options=engine_options)
+        with native_errors():
+            raw = _native.run(self.path, algorithm, params, engine=engine, memory=_memory(memory),
+                              progress=_progress(progress), engine_options=engine_options)
         result = Result(algorithm, raw)
         if explain and result.explanation:
             print(result.explanation)
@@ -211,6 +363,29 @@ class Graph:
     def bfs(self, source: Any, **kw: Any) -> Result:
         """Hop depth from ``source``; unreachable vertices get 9223372036854775807."""
         return self.run("bfs", source=source, **kw)
+
+    def bfs_parents(self, source: Any, **kw: Any) -> Result:
+        """A BFS tree from ``source`` along out-edges: columns ``depth`` (hops, as :meth:`bfs`)
+        and ``parent`` (an original id). Among the vertices one level up that reach a vertex,
+        its parent is the one of smallest original id, so every engine gives the same tree.
+        The source and unreachable vertices are their own parent.
+
+        >>> g = Graph.from_edges([1, 1, 2, 3], [2, 3, 4, 4])
+        >>> g.bfs_parents(1, progress=False).to_dict("parent")
+        {1: 1, 2: 1, 3: 1, 4: 2}
+        """
+        return self.run("bfs-parents", source=source, **kw)
+
+    def core_number(self, **kw: Any) -> Result:
+        """Core numbers (k-core decomposition, directions ignored; networkx ``core_number``):
+        the largest k such that the vertex lies in a subgraph where every vertex has degree
+        at least k. ``summary["degeneracy"]`` is the largest core number.
+
+        >>> g = Graph.from_edges([1, 1, 2, 3], [2, 3, 3, 4], directed=False)
+        >>> g.core_number(progress=False).to_dict()
+        {1: 2, 2: 2, 3: 2, 4: 1}
+        """
+        return self.run("kcore", **kw)
 
     def sssp(self, source: Any, **kw: Any) -> Result:
         """Weighted shortest-path distances from ``source``; unreachable: inf.
@@ -275,47 +450,29 @@ class Graph:
         return self.run("msbfs", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed, **kw)
 
     def reorder(self, order: str, *, seed: int = 1, memory: Optional[str] = None,
-                progress: Optional[bool] = None) -> "Graph":
+                progress: ProgressArg = None) -> "Graph":
         """Renumbers the store (``degree``, ``random``, ``norder``); results stay in original ids."""
-        _native.reorder(self.path, order, seed=seed, memory=_memory(memory), progress=_progress(progress))
-        self._manifest = json.loads(_native.store_manifest(self.path))
+        with native_errors():
+            _native.reorder(self.path, order, seed=seed, memory=_memory(memory), progress=_progress(progress))
+            self._manifest = json.loads(_native.store_manifest(self.path))
         return self
 
 
-def _columns_of_frame(frame: Any, weights: Any):
-    columns = list(getattr(frame, "columns", []))
-    for s, d in (("src", "dst"), ("source", "target"), ("from", "to")):
-        if s in columns and d in columns:
-            w = weights
-            if w is None and "weight" in columns:
-                w = frame["weight"].to_numpy()
-            return frame[s].to_numpy(), frame[d].to_numpy(), w
-    raise _native.InputError(
-        "from_edges: give src and dst arrays, or a DataFrame with src/dst (or source/target) columns"
-    )
+def _positions(ids: Any):
+    """original ids → row numbers (``ids`` ascending: a numpy array, or a list of str)."""
+    if isinstance(ids, np.ndarray):
+        return lambda values: np.searchsorted(ids, values)
+    index = {v: i for i, v in enumerate(ids)}
+    return lambda values: np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
 
 
-_ID_WORDS = {"u64": "integers", "string": "strings"}
-
-
-def _id_list(values: Any):
-    # numpy turns [1, "b"] into strings: look at a plain sequence's items before it does
-    arr = np.asarray(values, dtype=object) if isinstance(values, (list, tuple)) else np.asarray(values)
-    if arr.dtype == object and arr.size:
-        kinds = {isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in arr.tolist()}
-        if kinds == {True}:
-            arr = arr.astype(np.int64)
-        elif len(kinds) > 1:
-            raise _native.InputError("from_edges: vertex ids mix integers and strings; give one kind")
-        else:
-            arr = arr.astype(str)
-    if arr.dtype.kind in "iu":
-        if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
-            raise _native.InputError("from_edges: vertex ids must be non-negative integers or strings")
-        return arr.astype(np.uint64).tolist(), "u64"
-    if arr.dtype.kind == "f":
-        raise _native.InputError("from_edges: vertex ids are floats; give integers or strings")
-    return [str(x) for x in arr.tolist()], "string"
+def _is_table(data: Any) -> bool:
+    """A table-like input whose columns ``src=``/``dst=``/``weight=`` name (or a matrix or
+    graph), rather than an array of ids."""
+    if isinstance(data, (str, os.PathLike)):
+        return True
+    module = type(data).__module__.split(".")[0]
+    return module in ("pandas", "pyarrow", "scipy", "networkx") and not hasattr(data, "dtype")
 
 
 def _store_path(store: Optional[PathLike], overwrite: bool = False):
@@ -323,7 +480,7 @@ def _store_path(store: Optional[PathLike], overwrite: bool = False):
         path = os.fspath(store)
         if os.path.exists(path):
             if not overwrite:
-                raise _native.StoreError(f"store {path} exists; pass overwrite=True to replace it")
+                raise StoreError(f"store {path} exists; pass overwrite=True to replace it")
             import shutil
 
             shutil.rmtree(path)
@@ -338,6 +495,8 @@ MAX_RMAT_SCALE = 32
 # Parameters each algorithm reads (names as in Graph.run); others are refused, not ignored.
 ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "bfs": frozenset({"source"}),
+    "bfs-parents": frozenset({"source"}),
+    "kcore": frozenset(),
     "sssp": frozenset({"source"}),
     "pr": frozenset({"iterations", "damping"}),
     "pr-delta": frozenset({"tolerance", "damping", "iterations"}),
@@ -359,19 +518,24 @@ def _check_params(algorithm: str, params: Dict[str, Any]) -> None:
     before any work."""
     known = {name for name, _ in _native.algorithms()}
     if algorithm not in known:
-        raise _native.InputError(f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(known))})")
+        raise InvalidParameter(f"unknown algorithm {algorithm!r} (known: {', '.join(sorted(known))})")
     allowed = ALGORITHM_PARAMS.get(algorithm)
     given = {k for k, v in params.items() if v is not None and v is not False}
     if allowed is not None and given - allowed:
         extra = ", ".join(sorted(given - allowed))
-        raise _native.InputError(f"{algorithm} does not take {extra} (it takes: {', '.join(sorted(allowed)) or 'nothing'})")
+        raise InvalidParameter(f"{algorithm} does not take {extra} (it takes: {', '.join(sorted(allowed)) or 'nothing'})")
     for key in _COUNTS:
         value = params.get(key)
-        if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0):
-            raise _native.InputError(f"{key} must be a non-negative integer, got {value!r}")
+        if value is not None and (not _is_int(value) or value < 0):
+            raise InvalidParameter(f"{key} must be a non-negative integer, got {value!r}")
     damping = params.get("damping")
     if damping is not None and not 0.0 <= float(damping) <= 1.0:
-        raise _native.InputError(f"damping must be in [0, 1], got {damping!r}")
+        raise InvalidParameter(f"damping must be in [0, 1], got {damping!r}")
+
+
+def _is_int(value: Any) -> bool:
+    """An integer (Python or numpy), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _memory(memory: Any) -> Optional[str]:
@@ -380,7 +544,7 @@ def _memory(memory: Any) -> Optional[str]:
         return memory
     if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool) and memory > 0:
         return f"{int(memory)}B"
-    raise _native.InputError(f"memory must be a size such as '512MiB' or a positive number of bytes, got {memory!r}")
+    raise InvalidParameter(f"memory must be a size such as '512MiB' or a positive number of bytes, got {memory!r}")
 
 
 def open(path: PathLike) -> Graph:  # noqa: A001 - mirrors the usual `open(path)` of storage libraries
@@ -401,16 +565,21 @@ def import_edges(
     drop_self_loops: bool = False,
     ids: str = "u64",
     skip_bad_lines: bool = False,
-    progress: Optional[bool] = None,
+    src_col: Optional[str] = None,
+    dst_col: Optional[str] = None,
+    weight_col: Optional[str] = None,
+    progress: ProgressArg = None,
 ) -> Graph:
     """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
-    detected) into a store within ``memory`` and returns the Graph."""
+    detected) into a store within ``memory`` and returns the Graph. ``src_col``/``dst_col``/
+    ``weight_col`` name the columns of a CSV file with a header."""
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
-    _native.import_edges(
-        paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=_memory(memory),
-        dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
-        progress=_progress(progress),
-    )
+    with native_errors():
+        _native.import_edges(
+            paths, os.fspath(store), format=format, undirected=undirected, weighted=weighted, memory=_memory(memory),
+            dedup=dedup, drop_self_loops=drop_self_loops, ids=ids, skip_bad_lines=skip_bad_lines,
+            src_col=src_col, dst_col=dst_col, weight_col=weight_col, progress=_progress(progress),
+        )
     graph = Graph(store)
     if order not in (None, "none"):
         graph.reorder(order, memory=memory, progress=progress)
@@ -425,16 +594,18 @@ def generate_rmat(
     *,
     weights: bool = False,
     memory: Optional[str] = None,
-    progress: Optional[bool] = None,
+    progress: ProgressArg = None,
 ) -> Graph:
     """Generates a Graph500 RMAT graph (2**scale vertices, edge_factor * 2**scale edges)
     straight into a store (a temporary one when ``path`` is None)."""
-    if not isinstance(scale, int) or not 1 <= scale <= MAX_RMAT_SCALE:
-        raise _native.InputError(f"generate_rmat: scale must be an integer in 1..{MAX_RMAT_SCALE}, got {scale!r}")
-    if not isinstance(edge_factor, int) or edge_factor < 1:
-        raise _native.InputError(f"generate_rmat: edge_factor must be a positive integer, got {edge_factor!r}")
+    if not _is_int(scale) or not 1 <= scale <= MAX_RMAT_SCALE:
+        raise InvalidParameter(f"generate_rmat: scale must be an integer in 1..{MAX_RMAT_SCALE}, got {scale!r}")
+    if not _is_int(edge_factor) or edge_factor < 1:
+        raise InvalidParameter(f"generate_rmat: edge_factor must be a positive integer, got {edge_factor!r}")
     store, keep = _store_path(path)
-    _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=_memory(memory), progress=_progress(progress))
+    with native_errors():
+        _native.generate_rmat(scale, edge_factor, seed, store, weights=weights, memory=_memory(memory),
+                              progress=_progress(progress))
     return Graph(store, keep)
 
 

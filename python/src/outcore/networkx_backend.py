@@ -48,6 +48,13 @@ it cannot run gets a reason string (networkx then falls back, or xfails the test
 Algorithms still to come from the engine are listed in :data:`PLANNED` (networkx name →
 engine algorithm name); each is dispatched as soon as the engine registers that name and an
 adapter is added to :data:`ADAPTERS`.
+* ``core_number`` and ``k_core`` (engine ``kcore``; self-loops refused like networkx).
+* ``bfs_edges``, ``bfs_tree``, ``bfs_predecessors``, ``bfs_successors`` (engine
+  ``bfs-parents``): a BFS tree, but not always networkx's: where a vertex can hang under
+  several vertices one level up, outcore takes the one first in ``G``'s node order (networkx:
+  the first one its traversal reaches). Edges come layer by layer, ordered by the parent's
+  position then the child's. ``sort_neighbors`` and ``reverse=True`` on directed graphs are
+  not supported.
 * Label propagation is not dispatched: networkx's ``label_propagation_communities`` is
   semi-synchronous with random tie-breaking, Graphalytics CDLP is synchronous with ties to
   the smallest label.
@@ -756,12 +763,126 @@ PLANNED: Dict[str, str] = {
     "bfs_edges": "bfs-parents",
     "bfs_tree": "bfs-parents",
     "bfs_predecessors": "bfs-parents",
+    "bfs_successors": "bfs-parents",
     "eigenvector_centrality": "eigenvector",
     "katz_centrality": "katz",
     "hits": "hits",
     "louvain_communities": "louvain",
 }
 ADAPTERS: Dict[str, Any] = {}
+
+# -- core numbers and BFS trees (engine algorithms kcore and bfs-parents) -------------------
+
+_SELF_LOOPS = ("Input graph has self loops which is not permitted; "
+               "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+_UNREACHABLE = np.iinfo(np.int64).max
+
+
+def _core_numbers(G: Any) -> Dict[Any, int]:
+    """{node: core number}; self-loops refused as networkx does."""
+    if G.num_vertices == 0:
+        return {}
+    src, dst, _ = _native.edges(G.path)
+    if len(src) and (np.asarray(src) == np.asarray(dst)).any():
+        raise _nx().NetworkXNotImplemented(_SELF_LOOPS)
+    return _by_node(G, G.core_number(progress=False))
+
+
+def _induced_subgraph(G: Any, nodes: List[Any]) -> Any:
+    """The networkx graph induced by ``nodes`` (in G's node order), weights kept."""
+    nx = _nx()
+    H = nx.DiGraph() if G.is_directed() else nx.Graph()
+    keep = set(nodes)
+    H.add_nodes_from(n for n in _all_nodes(G) if n in keep)
+    if G.num_vertices == 0 or not keep:
+        return H
+    src, dst, weights = _native.edges(G.path)
+    us, vs = _nodes_of(G, list(src)), _nodes_of(G, list(dst))
+    ws = weights.tolist() if weights is not None else [None] * len(us)
+    attr = getattr(G, "weight_attr", None) or "weight"
+    for u, v, w in zip(us, vs, ws):
+        if u in keep and v in keep:
+            H.add_edge(u, v, **({} if w is None else {attr: w}))
+    return H
+
+
+def _tree_edges(G: Any, source: Any, depth_limit: Any = None) -> List[tuple]:
+    """(parent, child) node pairs of the engine's BFS tree in breadth-first order: layer by
+    layer, and inside a layer by the parent's position, then the child's id."""
+    vid = _check_node(G, source, f"The node {source} is not in the graph.", error="NetworkXError")
+    r = G.bfs_parents(vid, progress=False)
+    depth, parent = r.columns["depth"], r.columns["parent"]
+    layers: Dict[int, List[tuple]] = {}
+    for child, d, p in zip(r.ids.tolist(), depth.tolist(), parent.tolist()):
+        if 0 < d != _UNREACHABLE and (depth_limit is None or d <= depth_limit):
+            layers.setdefault(d, []).append((child, p))
+    position = {r.ids[depth == 0].tolist()[0]: 0}
+    pairs = []
+    for d in sorted(layers):
+        for child, p in sorted(layers[d], key=lambda cp: (position[cp[1]], cp[0])):
+            position[child] = len(position)
+            pairs.append((p, child))
+    if not pairs:
+        return []
+    parents, children = zip(*pairs)
+    return list(zip(_nodes_of(G, parents), _nodes_of(G, children)))
+
+
+def _nx_core_number(G):
+    return _core_numbers(G)
+
+
+def _nx_k_core(G, k=None, core_number=None):
+    core = core_number if core_number is not None else _core_numbers(G)
+    if k is None:
+        k = max(core.values()) if core else 0
+    return _induced_subgraph(G, [n for n, c in core.items() if c >= k])
+
+
+def _nx_bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
+    yield from _tree_edges(G, source, depth_limit)
+
+
+def _nx_bfs_tree(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
+    T = _nx().DiGraph()
+    T.add_node(source)
+    T.add_edges_from(_tree_edges(G, source, depth_limit))
+    return T
+
+
+def _nx_bfs_predecessors(G, source, depth_limit=None, sort_neighbors=None):
+    for parent, child in _tree_edges(G, source, depth_limit):
+        yield (child, parent)
+
+
+def _nx_bfs_successors(G, source, depth_limit=None, sort_neighbors=None):
+    current, children = source, []
+    for parent, child in _tree_edges(G, source, depth_limit):
+        if parent != current:
+            yield (current, children)
+            current, children = parent, []
+        children.append(child)
+    yield (current, children)
+
+
+def _check_bfs_tree(G, a):
+    if a.get("sort_neighbors") is not None:
+        return "sort_neighbors is not supported (the tree takes the smallest parent id)"
+    if a.get("reverse") and G.is_directed():
+        return "reverse=True on a directed graph is not supported (BFS runs along out-edges)"
+    return None
+
+
+ADAPTERS.update({
+    "core_number": _nx_core_number,
+    "k_core": _nx_k_core,
+    "bfs_edges": _nx_bfs_edges,
+    "bfs_tree": _nx_bfs_tree,
+    "bfs_predecessors": _nx_bfs_predecessors,
+    "bfs_successors": _nx_bfs_successors,
+})
+for _name in ("bfs_edges", "bfs_tree", "bfs_predecessors", "bfs_successors"):
+    _CHECKS[_name] = _check_bfs_tree
 
 
 def _install_planned() -> None:
