@@ -215,7 +215,8 @@ fn import_chunks(
         None => Vec::new(),
     };
     let error = stream::ErrorSlot::default();
-    let source = stream::ChunkSource::new(chunks.try_iter()?.into_any().unbind(), id_type, weighted, vertices, error.clone());
+    let source =
+        stream::ChunkSource::new(chunks.try_iter()?.into_any().unbind(), id_type, weighted, vertices, error.clone());
     let info = InputInfo {
         format_description: "edge chunks from Python".into(),
         directed: Some(directed),
@@ -386,7 +387,8 @@ fn run<'py>(
     }
     let store = Store::open(&store).map_err(to_py_err)?;
     let cancel = CancelToken::new();
-    let runner = Runner::new(&store, options).with_progress(progress_for(progress.as_ref())?).with_cancel(cancel.clone());
+    let runner =
+        Runner::new(&store, options).with_progress(progress_for(progress.as_ref())?).with_cancel(cancel.clone());
     reset_peak_rss();
     let (result, order, originals) = run_detached(py, &cancel, || {
         let result = run_algorithm(&runner, algorithm, &params)?;

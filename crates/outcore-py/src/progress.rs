@@ -115,7 +115,16 @@ fn unit_name(unit: ProgressUnit) -> &'static str {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn call(callback: &Py<PyAny>, event: &str, bar: u64, label: &str, position: u64, total: Option<u64>, unit: &str, message: &str) {
+fn call(
+    callback: &Py<PyAny>,
+    event: &str,
+    bar: u64,
+    label: &str,
+    position: u64,
+    total: Option<u64>,
+    unit: &str,
+    message: &str,
+) {
     Python::attach(|py| {
         if let Err(error) = callback.call1(py, (event, bar, label, position, total, unit, message)) {
             error.write_unraisable(py, None);

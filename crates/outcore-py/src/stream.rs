@@ -232,7 +232,9 @@ impl Originals {
     /// The original ids of `dense` (indexed by dense id): a numpy array or a list of str.
     fn pick<'py>(&self, py: Python<'py>, dense: &[u64]) -> PyResult<Bound<'py, PyAny>> {
         Ok(match self {
-            Originals::U64(ids) => dense.iter().map(|&d| ids[d as usize]).collect::<Vec<u64>>().into_pyarray(py).into_any(),
+            Originals::U64(ids) => {
+                dense.iter().map(|&d| ids[d as usize]).collect::<Vec<u64>>().into_pyarray(py).into_any()
+            }
             Originals::Str(ids) => PyList::new(py, dense.iter().map(|&d| ids[d as usize].as_str()))?.into_any(),
         })
     }

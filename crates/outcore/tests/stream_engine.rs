@@ -61,6 +61,9 @@ fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
             p.sources = g.sources.clone();
         }
         "pr" => p.iterations = Some(10),
+        // Label propagation: the schedules and buffers under test are those of iterations
+        // (tests/wcc_union_find.rs covers the one-pass union-find).
+        "wcc" => p.method = Some("propagation".into()),
         _ => {}
     }
     p

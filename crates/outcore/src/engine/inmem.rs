@@ -21,7 +21,8 @@
 //! [supports pull](crate::program::VertexProgram::supports_pull) has iteration `i` delivered by
 //! *pull* instead when the frontier's vertices plus arcs exceed `arcs / 20` and both layouts
 //! fit the budget: every vertex that wants messages folds the messages of its active
-//! reverse-neighbours, in ascending source order, until satisfied. The program promises the
+//! reverse-neighbours, in ascending source order, until satisfied (blocks of targets in
+//! parallel: each target's fold is its own, so the result does not depend on the threads). The program promises the
 //! same `apply` results either way; each iteration's [`Delivery`] is in its stats. The frontier
 //! is a flag per vertex and an ascending list, and the message buffers live for the whole run
 //! and are reset only where touched, so a sparse iteration costs its frontier, not `n`.
@@ -43,6 +44,8 @@
 //! budget and fails with [`Error::MemoryBudget`] when the graph does not fit.
 
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use super::{Delivery, IterationStats, Runner};
 use crate::error::{Error, Result};
@@ -152,18 +155,26 @@ struct Inbox<M> {
 }
 
 impl<M: Copy> Inbox<M> {
-    fn deliver<P: VertexProgram<Msg = M>>(&mut self, program: &P, target: VertexId, msg: M) {
+    /// Folds `msg` into `target`'s slot. `TRACK`: lists a first-time target in `touched` (sparse
+    /// iterations); otherwise only flags it, with no branch in the loop, and `touched` is
+    /// rebuilt from the flags afterwards ([`Inbox::sort_touched`]) — what dense iterations,
+    /// where most targets receive something, do faster.
+    #[inline(always)]
+    fn deliver<P: VertexProgram<Msg = M>, const TRACK: bool>(&mut self, program: &P, target: VertexId, msg: M) {
         let t = target as usize;
         self.acc[t] = program.combine(self.acc[t], msg);
-        if !self.received[t] {
+        if !TRACK {
+            self.received[t] = true;
+        } else if !self.received[t] {
             self.received[t] = true;
             self.touched.push(target);
         }
     }
 
-    /// Ascending order: sorts a small set, rescans the flags for a large one.
-    fn sort_touched(&mut self) {
-        if self.touched.len() * 32 > self.received.len() {
+    /// Ascending order: sorts a small set, rescans the flags for a large one (or after an
+    /// untracked delivery).
+    fn sort_touched(&mut self, tracked: bool) {
+        if !tracked || self.touched.len() * 32 > self.received.len() {
             self.touched.clear();
             self.touched.extend((0..self.received.len() as u64).filter(|&v| self.received[v as usize]));
         } else {
@@ -180,8 +191,9 @@ impl<M: Copy> Inbox<M> {
     }
 }
 
-/// Push: every active vertex scatters along `lists`; returns the arcs scanned.
-fn push<P: VertexProgram>(
+/// Push: every active vertex scatters along `lists`; returns the arcs scanned. `TRACK`: see
+/// [`Inbox::deliver`].
+fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
     lists: [Option<&InMemoryCsr>; 2],
@@ -197,7 +209,7 @@ fn push<P: VertexProgram>(
             edges += csr.degree(v);
             for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
-                    inbox.deliver(program, target, msg);
+                    inbox.deliver::<P, TRACK>(program, target, msg);
                 }
             }
         }
@@ -205,9 +217,14 @@ fn push<P: VertexProgram>(
     edges
 }
 
+/// Targets per task of a parallel pull.
+const PULL_BLOCK: usize = 4096;
+
 /// Pull: every vertex that wants messages scans its `reverse` arcs for active sources, folding
 /// in ascending source order until satisfied (see [`VertexProgram::supports_pull`]); returns
-/// the arcs scanned. Targets are visited in ascending order, so `touched` comes out sorted.
+/// the arcs scanned. Blocks of targets run in parallel — each target's fold is its own, in the
+/// same order whatever the threads — and their `touched` lists are joined in block order, so
+/// `touched` comes out sorted.
 fn pull<P: VertexProgram>(
     program: &P,
     adj: &Adjacency,
@@ -216,32 +233,70 @@ fn pull<P: VertexProgram>(
     active: &[bool],
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
-    let mut edges = 0;
-    for t in 0..values.len() as u64 {
-        if !program.pull_wants(&values[t as usize]) {
-            continue;
-        }
-        let mut folded = None;
-        for (&source, &weight) in reverse.neighbors(t).iter().zip(adj.weights(reverse, t)) {
-            edges += 1;
-            if !active[source as usize] {
-                continue;
-            }
-            let source_out_degree = adj.out.degree(source);
-            let edge = EdgeRef { source, target: t, weight, source_out_degree };
-            if let Some(msg) = program.scatter(&values[source as usize], edge) {
-                let fold = program.combine(folded.unwrap_or(program.identity()), msg);
-                folded = Some(fold);
-                if program.pull_satisfied(&fold) {
-                    break;
+    let blocks: Vec<(u64, Vec<VertexId>)> = inbox
+        .acc
+        .par_chunks_mut(PULL_BLOCK)
+        .zip(inbox.received.par_chunks_mut(PULL_BLOCK))
+        .enumerate()
+        .map(|(b, (acc, received))| {
+            let first = (b * PULL_BLOCK) as u64;
+            let mut edges = 0u64;
+            let mut touched = Vec::new();
+            for (i, (slot, flag)) in acc.iter_mut().zip(received.iter_mut()).enumerate() {
+                let t = first + i as u64;
+                if !program.pull_wants(&values[t as usize]) {
+                    continue;
+                }
+                let (folded, scanned) = fold_active_sources(program, adj, reverse, values, active, t);
+                edges += scanned;
+                if let Some(msg) = folded {
+                    *slot = program.combine(*slot, msg);
+                    if !*flag {
+                        *flag = true;
+                        touched.push(t);
+                    }
                 }
             }
-        }
-        if let Some(msg) = folded {
-            inbox.deliver(program, t, msg);
-        }
+            (edges, touched)
+        })
+        .collect();
+    let mut edges = 0;
+    for (scanned, touched) in blocks {
+        edges += scanned;
+        inbox.touched.extend(touched);
     }
     edges
+}
+
+/// The messages of `t`'s active reverse-neighbours folded in ascending source order, stopping
+/// once the program is satisfied; and the arcs scanned.
+#[inline]
+fn fold_active_sources<P: VertexProgram>(
+    program: &P,
+    adj: &Adjacency,
+    reverse: &InMemoryCsr,
+    values: &[P::Value],
+    active: &[bool],
+    t: VertexId,
+) -> (Option<P::Msg>, u64) {
+    let mut folded = None;
+    let mut scanned = 0;
+    for (&source, &weight) in reverse.neighbors(t).iter().zip(adj.weights(reverse, t)) {
+        scanned += 1;
+        if !active[source as usize] {
+            continue;
+        }
+        let source_out_degree = adj.out.degree(source);
+        let edge = EdgeRef { source, target: t, weight, source_out_degree };
+        if let Some(msg) = program.scatter(&values[source as usize], edge) {
+            let fold = program.combine(folded.unwrap_or(program.identity()), msg);
+            folded = Some(fold);
+            if program.pull_satisfied(&fold) {
+                break;
+            }
+        }
+    }
+    (folded, scanned)
 }
 
 /// Runs a vertex program to completion; values in dense-id order. Programs that
@@ -287,19 +342,19 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let global_sum: f64 =
             (0..n).map(|v| program.global_contribution(v as u64, &values[v], adj.out.degree(v as u64))).sum();
 
-        let delivery = if can_pull {
-            let frontier_arcs: u64 =
-                frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
-            let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
-            Some(if dense { Delivery::Pull } else { Delivery::Push })
-        } else {
-            None
-        };
+        let frontier_arcs: u64 =
+            frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
+        let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
+        let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
         let edges_processed = if delivery == Some(Delivery::Pull) {
             pull(program, &adj, reverse, &values, &frontier.active, &mut inbox)
         } else {
-            let edges = push(program, &adj, lists, &values, &frontier.list, &mut inbox);
-            inbox.sort_touched();
+            let edges = if dense {
+                push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox)
+            } else {
+                push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox)
+            };
+            inbox.sort_touched(!dense);
             edges
         };
 

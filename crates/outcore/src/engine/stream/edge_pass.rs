@@ -47,11 +47,14 @@ impl EdgePassMemory {
         if needed > budget {
             return Err(Error::MemoryBudget(format!(
                 "one pass over the edges keeps {} of vertex state and {} of offsets in memory for {vertices} \
-                 vertices, plus at least {} of read buffers, but the budget is {}",
+                 vertices, plus at least {} of read buffers, but the budget is {}; raise --memory to at least {}, \
+                 or use the fully external engine (--engine shards), which keeps only one interval of vertices \
+                 in memory",
                 format_size(state),
                 format_size(offsets),
                 format_size(buffers as u64 * MIN_BUFFER_BYTES),
                 format_size(budget),
+                format_size(needed),
             )));
         }
         let per_buffer = (budget - state - offsets) / buffers as u64;
