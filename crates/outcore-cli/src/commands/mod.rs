@@ -13,6 +13,7 @@ pub mod import;
 pub mod info;
 pub mod partition;
 pub mod reorder;
+pub mod report;
 pub mod run;
 pub mod summary;
 pub mod validate;
