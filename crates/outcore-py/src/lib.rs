@@ -8,7 +8,7 @@
 
 mod progress;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -548,6 +548,19 @@ fn vertices<'py>(py: Python<'py>, store: PathBuf) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// Writes a run report (a self-contained HTML page of per-iteration charts) to `output` from
+/// `(label, stats JSON text)` pairs: one run, or several side by side (`outcore::run_report`).
+#[pyfunction]
+fn run_report(stats: Vec<(String, String)>, output: PathBuf) -> PyResult<()> {
+    use outcore::run_report::{write_html, ReportRun, RunFile};
+    let runs = stats
+        .iter()
+        .map(|(label, text)| Ok(ReportRun { label: label.clone(), run: RunFile::parse(Path::new(label), text)? }))
+        .collect::<outcore::Result<Vec<_>>>()
+        .map_err(to_py_err)?;
+    write_html(&runs, &output).map_err(to_py_err)
+}
+
 /// The algorithms the library offers: list of (name, description).
 #[pyfunction]
 fn algorithms() -> Vec<(String, String)> {
@@ -570,6 +583,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(edges, m)?)?;
     m.add_function(wrap_pyfunction!(vertices, m)?)?;
+    m.add_function(wrap_pyfunction!(run_report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
