@@ -234,3 +234,18 @@ def test_result_report_draws_runs_side_by_side(tmp_path):
     with pytest.raises(outcore.OutcoreError, match="no-such-dir"):
         inmem.report(tmp_path / "no-such-dir" / "r.html")
 
+
+def test_katz_equals_networkx(tmp_path):
+    nx = pytest.importorskip("networkx")
+    G = nx.karate_club_graph()
+    g = outcore.Graph.from_edges([u for u, _ in G.edges()], [v for _, v in G.edges()], store=tmp_path / "k",
+                                 directed=False)
+    got = g.katz(progress=False).to_dict()
+    want = nx.katz_centrality(G)
+    assert got.keys() == want.keys()
+    assert max(abs(got[v] - want[v]) for v in want) < 1e-12
+    raw = g.katz(alpha=0.05, beta=2.0, tol=1e-9, normalized=False, progress=False).to_dict()
+    want = nx.katz_centrality(G, alpha=0.05, beta=2.0, tol=1e-9, normalized=False)
+    assert max(abs(raw[v] - want[v]) for v in want) < 1e-12
+    with pytest.raises(ValueError, match="did not converge"):
+        g.katz(alpha=0.5, max_iter=20, progress=False)

@@ -393,6 +393,8 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "sweeps" => p.sweeps = Some(value.extract()?),
             "unnormalized" => p.unnormalized = value.extract()?,
             "k" => p.k = Some(value.extract()?),
+            "alpha" => p.alpha = Some(value.extract()?),
+            "beta" => p.beta = Some(value.extract()?),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
             }

@@ -282,6 +282,15 @@ class Graph:
         return self.run("bc", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed,
                         unnormalized=not normalized, **kw)
 
+    def katz(self, alpha: float = 0.1, beta: float = 1.0, max_iter: int = 1000, tol: float = 1e-6,
+             normalized: bool = True, **kw: Any) -> Result:
+        """Katz centrality as networkx's ``katz_centrality`` computes it (unweighted): from 0,
+        ``x = alpha * A^T x + beta`` until the L1 change is below ``len(G) * tol``, then scaled
+        to unit norm unless ``normalized=False``. Fails (``ValueError``) when ``max_iter``
+        updates do not converge (``alpha`` must be below 1 / the largest eigenvalue)."""
+        return self.run("katz", alpha=alpha, beta=beta, iterations=max_iter, tolerance=tol,
+                        unnormalized=not normalized, **kw)
+
     def diameter(self, sweeps: int = 4, seed: int = 1, **kw: Any) -> int:
         """Approximate diameter (a lower bound) from repeated BFS sweeps."""
         r = self.run("diameter", sweeps=sweeps, seed=seed, **kw)
@@ -366,6 +375,7 @@ ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "cdlp": frozenset({"iterations"}),
     "diameter": frozenset({"sweeps", "seed"}),
     "bc": frozenset({"sources", "num_sources", "seed", "unnormalized"}),
+    "katz": frozenset({"alpha", "beta", "tolerance", "iterations", "unnormalized"}),
     "msbfs": frozenset({"sources", "num_sources", "seed"}),
     "mssp": frozenset({"sources", "num_sources", "seed", "source"}),
     "kmeans": frozenset({"k", "iterations", "seed"}),
