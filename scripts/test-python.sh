@@ -46,6 +46,7 @@ modules=(
     traversal.tests.test_bfs
     centrality.tests.test_betweenness_centrality
     centrality.tests.test_closeness_centrality
+    centrality.tests.test_katz_centrality
     approximation.tests.test_distance_measures
     tests.test_wiener
     tests.test_core

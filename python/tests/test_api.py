@@ -235,3 +235,35 @@ def test_auto_plans_within_memory_and_explains(tmp_path, capsys):
         assert engine in small.explanation
     assert small.explanation in printed
     np.testing.assert_allclose(small.values, ample.values, rtol=1e-9)
+
+
+def test_result_report_draws_runs_side_by_side(tmp_path):
+    g = outcore.generate_rmat(8, path=tmp_path / "g", progress=False)
+    inmem = g.pagerank(engine="inmem", progress=False)
+    stream = g.pagerank(engine="stream", memory="16MiB", progress=False)
+    page = inmem.report(tmp_path / "r.html", stream)
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    # Four charts per run, two comparison charts, one table row per run; stream splits time.
+    assert html.count('<svg class="chart"') == 2 * 4 + 2
+    assert html.count('<tr class="run">') == 2
+    assert "<td>inmem</td>" in html and "<td>stream</td>" in html
+    assert 'data-series="I/O wait"' in html
+    with pytest.raises(outcore.OutcoreError, match="no-such-dir"):
+        inmem.report(tmp_path / "no-such-dir" / "r.html")
+
+
+def test_katz_equals_networkx(tmp_path):
+    nx = pytest.importorskip("networkx")
+    G = nx.karate_club_graph()
+    g = outcore.Graph.from_edges([u for u, _ in G.edges()], [v for _, v in G.edges()], store=tmp_path / "k",
+                                 directed=False)
+    got = g.katz(progress=False).to_dict()
+    want = nx.katz_centrality(G)
+    assert got.keys() == want.keys()
+    assert max(abs(got[v] - want[v]) for v in want) < 1e-12
+    raw = g.katz(alpha=0.05, beta=2.0, tol=1e-9, normalized=False, progress=False).to_dict()
+    want = nx.katz_centrality(G, alpha=0.05, beta=2.0, tol=1e-9, normalized=False)
+    assert max(abs(raw[v] - want[v]) for v in want) < 1e-12
+    with pytest.raises(ValueError, match="did not converge"):
+        g.katz(alpha=0.5, max_iter=20, progress=False)

@@ -41,6 +41,9 @@ enum Command {
     Layout(commands::layout::LayoutArgs),
     /// Print one table from several --stats-json files.
     Summary(commands::summary::SummaryArgs),
+    /// Write an HTML page of charts (time, bytes, active vertices and edges per iteration) from
+    /// --stats-json files; several files are compared side by side.
+    Report(commands::report::ReportArgs),
     /// Measure the gap threshold l of a device (bandwidth × latency) for the stream engine.
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Renumber a store's vertices (none, degree, random, norder).
@@ -135,6 +138,7 @@ where
         Command::Info(args) => commands::info::run(args),
         Command::Layout(args) => commands::layout::run(args, &cancel),
         Command::Summary(args) => commands::summary::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),
         Command::Reorder(args) => commands::reorder::run(args),

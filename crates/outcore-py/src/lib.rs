@@ -9,7 +9,7 @@
 mod progress;
 mod stream;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -477,6 +477,8 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "sweeps" => p.sweeps = Some(value.extract()?),
             "unnormalized" => p.unnormalized = value.extract()?,
             "k" => p.k = Some(value.extract()?),
+            "alpha" => p.alpha = Some(value.extract()?),
+            "beta" => p.beta = Some(value.extract()?),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
             }
@@ -632,6 +634,19 @@ fn vertices<'py>(py: Python<'py>, store: PathBuf) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// Writes a run report (a self-contained HTML page of per-iteration charts) to `output` from
+/// `(label, stats JSON text)` pairs: one run, or several side by side (`outcore::run_report`).
+#[pyfunction]
+fn run_report(stats: Vec<(String, String)>, output: PathBuf) -> PyResult<()> {
+    use outcore::run_report::{write_html, ReportRun, RunFile};
+    let runs = stats
+        .iter()
+        .map(|(label, text)| Ok(ReportRun { label: label.clone(), run: RunFile::parse(Path::new(label), text)? }))
+        .collect::<outcore::Result<Vec<_>>>()
+        .map_err(to_py_err)?;
+    write_html(&runs, &output).map_err(to_py_err)
+}
+
 /// The algorithms the library offers: list of (name, description).
 #[pyfunction]
 fn algorithms() -> Vec<(String, String)> {
@@ -658,6 +673,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::degrees, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_class::<stream::EdgeReader>()?;
+    m.add_function(wrap_pyfunction!(run_report, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

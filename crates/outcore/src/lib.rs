@@ -13,6 +13,7 @@ pub mod ingest;
 pub mod output;
 pub mod program;
 pub mod report;
+pub mod run_report;
 pub mod runtime;
 pub mod store;
 pub mod transport;

@@ -70,6 +70,8 @@ fn params(store: &Store, algorithm: &str) -> AlgorithmParams {
         "pr" | "cdlp" => p.iterations = Some(5),
         "pr-delta" => p.tolerance = Some(1e-9),
         "kmeans" => p.k = Some(3),
+        // Below 1/λ_max of these graphs, so that the iteration converges.
+        "katz" => p.alpha = Some(0.01),
         _ => {}
     }
     p

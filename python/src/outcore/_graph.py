@@ -88,6 +88,25 @@ class Result:
             frame.update(columns)
         return pd.DataFrame(frame)
 
+    def report(self, path: PathLike, *others: "Result") -> str:
+        """Write a run report to ``path``: a self-contained HTML page (inline SVG, no script)
+        with, per iteration, the time (split into compute and I/O wait where the engine
+        records it), bytes read and written, active vertices and edges processed. Further
+        results given in ``others`` are drawn side by side and compared (e.g. one run per
+        engine). Runs are labelled by their engine. Returns the path written.
+
+        >>> import os, tempfile
+        >>> g = Graph.from_edges([1, 2, 3], [2, 3, 1])
+        >>> page = os.path.join(tempfile.mkdtemp(), "pr.html")
+        >>> g.pagerank(engine="inmem", progress=False).report(page) == page
+        True
+        """
+        results = (self,) + others
+        engines = [r.stats.get("engine", "?") for r in results]
+        labels = [e if engines.count(e) == 1 else f"{e} #{k + 1}" for k, e in enumerate(engines)]
+        _native.run_report([(label, json.dumps(r.stats)) for label, r in zip(labels, results)], os.fspath(path))
+        return os.fspath(path)
+
 
 def _nullable(pd: Any, kind: str, column: np.ndarray) -> Any:
     """A column for pandas with NA where a hop count (``Int64``) or a distance (``Float64``)
@@ -438,6 +457,15 @@ class Graph:
         return self.run("bc", sources=list(sources) if sources else None, num_sources=num_sources, seed=seed,
                         unnormalized=not normalized, **kw)
 
+    def katz(self, alpha: float = 0.1, beta: float = 1.0, max_iter: int = 1000, tol: float = 1e-6,
+             normalized: bool = True, **kw: Any) -> Result:
+        """Katz centrality as networkx's ``katz_centrality`` computes it (unweighted): from 0,
+        ``x = alpha * A^T x + beta`` until the L1 change is below ``len(G) * tol``, then scaled
+        to unit norm unless ``normalized=False``. Fails (``ValueError``) when ``max_iter``
+        updates do not converge (``alpha`` must be below 1 / the largest eigenvalue)."""
+        return self.run("katz", alpha=alpha, beta=beta, iterations=max_iter, tolerance=tol,
+                        unnormalized=not normalized, **kw)
+
     def diameter(self, sweeps: int = 4, seed: int = 1, **kw: Any) -> int:
         """Approximate diameter (a lower bound) from repeated BFS sweeps."""
         r = self.run("diameter", sweeps=sweeps, seed=seed, **kw)
@@ -506,6 +534,7 @@ ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "cdlp": frozenset({"iterations"}),
     "diameter": frozenset({"sweeps", "seed"}),
     "bc": frozenset({"sources", "num_sources", "seed", "unnormalized"}),
+    "katz": frozenset({"alpha", "beta", "tolerance", "iterations", "unnormalized"}),
     "msbfs": frozenset({"sources", "num_sources", "seed"}),
     "mssp": frozenset({"sources", "num_sources", "seed", "source"}),
     "kmeans": frozenset({"k", "iterations", "seed"}),

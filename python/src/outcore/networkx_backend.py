@@ -40,6 +40,9 @@ Dispatched functions and where definitions differ from networkx:
 * ``betweenness_centrality`` — exact (``k=None``), unweighted, ``endpoints=False``.
 * ``approximate_diameter`` (``nx.approximation.diameter``) — undirected: the engine's
   repeated double sweeps, a lower bound like networkx's 2-sweep.
+* ``katz_centrality`` — the same iteration, stopping rule (L1 change < ``N·tol``), failure
+  (``PowerIterationFailedConvergence``) and normalisation; scalar ``beta``, no ``nstart``,
+  unit weights, and no self-loops on undirected graphs.
 
 ``can_run`` binds positional and keyword arguments to each function's signature, so
 ``nx.pagerank(G, 0.85, None, 100, backend="outcore")`` is judged like its keyword form; a call
@@ -883,6 +886,38 @@ ADAPTERS.update({
 })
 for _name in ("bfs_edges", "bfs_tree", "bfs_predecessors", "bfs_successors"):
     _CHECKS[_name] = _check_bfs_tree
+
+
+def _katz_centrality(G, alpha=0.1, beta=1.0, max_iter=1000, tol=1.0e-6, nstart=None, normalized=True,
+                     weight=None):
+    if G.num_vertices == 0:
+        return {}
+    if max_iter < 1:
+        raise _nx().PowerIterationFailedConvergence(max_iter)
+    try:
+        r = G.katz(alpha=alpha, beta=beta, max_iter=max_iter, tol=tol, normalized=normalized, progress=False)
+    except (ValueError, _native.OutcoreError) as exc:
+        if "did not converge" in str(exc):
+            raise _nx().PowerIterationFailedConvergence(max_iter) from exc
+        raise
+    return _by_node(G, r)
+
+
+def _check_katz(G, a):
+    if a["nstart"] is not None:
+        return "'nstart' is not supported"
+    if not isinstance(a["beta"], (int, float)) or isinstance(a["beta"], bool):
+        return "a per-node beta is not supported"
+    if a["weight"] is not None and _has_non_unit_weights(G, a["weight"]):
+        return "weighted Katz centrality is not supported"
+    # Not nx.number_of_selfloops: under a forced backend that call would be dispatched too.
+    if isinstance(G, _nx().Graph) and not G.is_directed() and any(u in nbrs for u, nbrs in G.adjacency()):
+        return "self-loops on undirected graphs are not supported"
+    return None
+
+
+ADAPTERS["katz_centrality"] = _katz_centrality
+_CHECKS["katz_centrality"] = _check_katz
 
 
 def _install_planned() -> None:

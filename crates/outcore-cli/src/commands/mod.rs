@@ -14,6 +14,7 @@ pub mod info;
 pub mod layout;
 pub mod partition;
 pub mod reorder;
+pub mod report;
 pub mod run;
 pub mod summary;
 pub mod validate;

@@ -67,13 +67,19 @@ pub struct RunArgs {
     /// PageRank damping factor.
     #[arg(long)]
     damping: Option<f64>,
-    /// Convergence tolerance: pr-delta.
+    /// Convergence tolerance: pr-delta, katz.
     #[arg(long)]
     tolerance: Option<f64>,
+    /// Katz attenuation alpha (default 0.1).
+    #[arg(long)]
+    alpha: Option<f64>,
+    /// Katz weight beta of every vertex's own term (default 1.0).
+    #[arg(long)]
+    beta: Option<f64>,
     /// BFS sweeps: diameter (default 4).
     #[arg(long)]
     sweeps: Option<usize>,
-    /// Raw betweenness instead of networkx's normalised values: bc.
+    /// Raw values instead of networkx's normalised ones: bc, katz.
     #[arg(long)]
     unnormalized: bool,
     /// How wcc finds components: union-find (one pass over the edges; inmem, stream) or
@@ -310,7 +316,8 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         unnormalized: args.unnormalized,
         k: args.k,
         method: args.method.clone(),
-        ..AlgorithmParams::default()
+        alpha: args.alpha,
+        beta: args.beta,
     }
 }
 

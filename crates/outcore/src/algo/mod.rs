@@ -63,6 +63,10 @@ pub struct AlgorithmParams {
     pub k: Option<usize>,
     /// How wcc finds components: `union-find` or `propagation` (default: the planner chooses).
     pub method: Option<String>,
+    /// Attenuation: katz (default 0.1).
+    pub alpha: Option<f64>,
+    /// Every vertex's own weight: katz (default 1.0).
+    pub beta: Option<f64>,
 }
 
 pub mod bc;
@@ -72,6 +76,7 @@ pub mod bp;
 pub mod cdlp;
 pub mod diameter;
 pub mod heat;
+pub mod katz;
 pub mod kcore;
 pub mod kmeans;
 pub mod lcc;
@@ -105,6 +110,7 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("kmeans", "k-means (Lloyd) over points stored as arcs v -> dimension j of weight x_j: --k, --iterations (max, 100), --seed; cluster per point"),
     ("kcore", "core numbers (k-core decomposition), directions ignored: h-index iteration of Montresor et al. 2013 (networkx core_number)"),
     ("bfs-parents", "BFS tree from --source along out-edges: depth and parent (smallest original id at the previous depth; networkx bfs_tree)"),
+    ("katz", "Katz centrality x = alpha A^T x + beta until the L1 change < |V| --tolerance (1e-6), --iterations (max, 1000), --alpha (0.1), --beta (1); unit norm unless --unnormalized (networkx katz_centrality)"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
@@ -197,6 +203,17 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 seed: params.seed,
             };
             kmeans::run(runner, &config)?.into()
+        }
+        "katz" => {
+            let defaults = katz::Config::default();
+            let config = katz::Config {
+                alpha: params.alpha.unwrap_or(defaults.alpha),
+                beta: params.beta.unwrap_or(defaults.beta),
+                tolerance: params.tolerance.unwrap_or(defaults.tolerance),
+                max_iterations: params.iterations.unwrap_or(defaults.max_iterations),
+                normalized: !params.unnormalized,
+            };
+            katz::run(runner, &config)?.into()
         }
         "bp" => {
             let config = bp::Config {

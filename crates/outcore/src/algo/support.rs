@@ -30,6 +30,8 @@ fn probe_params() -> AlgorithmParams {
         source: Some("0".into()),
         sources: vec!["0".into(), "1".into()],
         iterations: Some(2),
+        // Loose enough for the iterations above to converge (katz fails when they do not).
+        tolerance: Some(1.0),
         k: Some(2),
         ..AlgorithmParams::default()
     }

@@ -1,0 +1,190 @@
+//! Run reports: a self-contained HTML page of charts from `--stats-json` files.
+//!
+//! A run's per-iteration figures (time, bytes, active vertices and edges) are only useful once
+//! someone looks at them, and comparing engines or schedules means looking at several runs
+//! side by side. This module reads the stats files into a small typed model ([`RunFile`]) and
+//! renders one page ([`render_html`]): a summary table, per-iteration charts per run with
+//! shared scales across runs, and comparison charts when there are several runs.
+//!
+//! The page is plain HTML with inline SVG and CSS: no script, no fonts or libraries from the
+//! network, so it opens from a file anywhere, can be attached to an issue or a CI artefact and
+//! renders the same in every browser. The model is separate from `engine::RunStats` (which
+//! writes the files) on purpose: it reads files written by older or newer versions, so every
+//! field has a default, and engine-specific figures (the stream engine's compute / I/O wait
+//! split) are optional. `report.rs` is another thing: summaries of *results* (top vertices).
+//!
+//! Parts: this file (the model and reading it), `chart.rs` (SVG charts: axes, stacked bars,
+//! lines), `html.rs` (the page: table, chart grid, escaping).
+
+mod chart;
+mod html;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+pub use html::render_html;
+
+/// One `--stats-json` file as the report reads it. Missing fields take their defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RunFile {
+    pub algorithm: String,
+    pub engine: String,
+    /// Why `auto` chose the engine (empty when the user chose it).
+    pub engine_reason: String,
+    pub memory_budget_bytes: u64,
+    pub vertices: u64,
+    pub edges: u64,
+    pub iterations: usize,
+    pub wall_seconds: Option<f64>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub peak_rss_bytes: u64,
+    /// The planner's plan for the engine that ran, when the run had one.
+    pub plan: Option<PlanFigures>,
+    pub per_iteration: Option<Vec<IterationFigures>>,
+    /// The stream engine's run-level settings (its schedule).
+    pub stream: Option<StreamSettings>,
+    /// The shards engine's dynamic-shard policy (off, ads, ods).
+    pub dynamic_policy: Option<String>,
+}
+
+/// What the planner expected of the engine that ran.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct PlanFigures {
+    pub engine: String,
+    pub bytes_read: f64,
+    pub bytes_written: f64,
+    pub iterations: f64,
+    pub seconds: f64,
+    pub memory: Vec<MemoryPart>,
+}
+
+/// One part of a plan's memory (e.g. "vertex values").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct MemoryPart {
+    pub part: String,
+    pub bytes: u64,
+}
+
+/// The stream engine's settings recorded with a run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct StreamSettings {
+    pub schedule: Option<String>,
+    pub io: Option<String>,
+}
+
+/// One iteration's figures. `compute_seconds` and `io_wait_seconds` exist only where the engine
+/// measures them (the stream engine overlaps reading with computing and records both).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct IterationFigures {
+    pub iteration: usize,
+    pub active_vertices: u64,
+    pub edges_processed: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub seconds: f64,
+    pub compute_seconds: Option<f64>,
+    pub io_wait_seconds: Option<f64>,
+}
+
+impl IterationFigures {
+    /// The part of `seconds` not attributed to compute or I/O wait (all of it when the engine
+    /// records no split).
+    pub fn unsplit_seconds(&self) -> f64 {
+        let split = self.compute_seconds.unwrap_or(0.0) + self.io_wait_seconds.unwrap_or(0.0);
+        (self.seconds - split).max(0.0)
+    }
+}
+
+impl RunFile {
+    /// Reads a stats file; errors name the file and what is wrong with it.
+    pub fn load(path: &Path) -> Result<RunFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        RunFile::parse(path, &text)
+    }
+
+    /// Parses stats JSON text; `source` names it in errors (a path, or e.g. `<stats>`).
+    pub fn parse(source: &Path, text: &str) -> Result<RunFile> {
+        let bad = |message: String| Error::input(source, None, message);
+        let run: RunFile = serde_json::from_str(text)
+            .map_err(|e| bad(format!("not a --stats-json file: {e} (line {}, column {})", e.line(), e.column())))?;
+        if run.per_iteration.is_none() && run.wall_seconds.is_none() {
+            return Err(bad("not a --stats-json file: it has neither \"per_iteration\" nor \"wall_seconds\"".into()));
+        }
+        Ok(run)
+    }
+
+    /// The per-iteration figures (none when the file has none).
+    pub fn iterations(&self) -> &[IterationFigures] {
+        self.per_iteration.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether any iteration records the compute / I/O wait split.
+    pub fn has_time_split(&self) -> bool {
+        self.iterations().iter().any(|i| i.compute_seconds.is_some() || i.io_wait_seconds.is_some())
+    }
+
+    /// Engine settings that tell runs of one engine apart (stream schedule, shards policy).
+    pub fn settings(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(schedule) = self.stream.as_ref().and_then(|s| s.schedule.as_deref()) {
+            parts.push(format!("schedule {schedule}"));
+        }
+        if let Some(io) = self.stream.as_ref().and_then(|s| s.io.as_deref()) {
+            parts.push(format!("io {io}"));
+        }
+        if let Some(policy) = &self.dynamic_policy {
+            parts.push(format!("dynamic shards {policy}"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// A run with the label it has on the page.
+#[derive(Debug, Clone)]
+pub struct ReportRun {
+    pub label: String,
+    pub run: RunFile,
+}
+
+impl ReportRun {
+    /// Reads `path`, labelled by its file name.
+    pub fn load(path: &Path) -> Result<ReportRun> {
+        Ok(ReportRun { label: file_label(path), run: RunFile::load(path)? })
+    }
+}
+
+fn file_label(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
+}
+
+/// Renders `runs` and writes the page to `output` (atomically: a temporary sibling renamed).
+pub fn write_html(runs: &[ReportRun], output: &Path) -> Result<()> {
+    if runs.is_empty() {
+        return Err(Error::invalid("a run report needs at least one stats file"));
+    }
+    let page = render_html(runs);
+    let tmp = tmp_sibling(output);
+    std::fs::write(&tmp, page).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, output).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(format!("renaming {} to {}", tmp.display(), output.display()), e)
+    })
+}
+
+fn tmp_sibling(output: &Path) -> PathBuf {
+    let mut name = output.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".tmp");
+    output.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests;
