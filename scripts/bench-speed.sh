@@ -4,18 +4,23 @@
 # group, PLATFORM.md), cold page cache, old and new alternated, ROUNDS rounds (default 3).
 # Prints per case the medians of whole-process seconds, iteration seconds (--stats-json),
 # bytes read and peak RSS, and the old/new ratios. Needs root (drop_caches, cgroup).
+# NEW_STORE (default STORE) is the same graph imported by the new binary: a store written before
+# block checksums makes every new run derive them from a whole read of each file, and one with
+# generations (CURRENT, gen-N/) cannot be opened by binaries older than them.
 #
-#   scripts/bench-speed.sh OLD_BIN NEW_BIN STORE [ROUNDS]
+#   scripts/bench-speed.sh OLD_BIN NEW_BIN STORE [ROUNDS] [NEW_STORE]
 set -euo pipefail
-OLD=$1 NEW=$2 STORE=$3 ROUNDS=${4:-3}
+OLD=$1 NEW=$2 STORE=$3 ROUNDS=${4:-3} NEW_STORE=${5:-$3}
 WORK=$(mktemp -d)
 CG=/sys/fs/cgroup/memory/outcore-bench-speed
 trap 'rmdir "$CG" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # The top-out-degree vertex's original id, from csr-out/offsets and ids/original (u64 LE).
 SOURCE=$(python3 - "$STORE" <<'PY'
-import array, sys
+import array, os, sys
 d = sys.argv[1]
+if os.path.exists(d + '/CURRENT'):
+    d += '/' + open(d + '/CURRENT').read().strip()
 o = array.array('Q'); o.frombytes(open(d + '/csr-out/offsets', 'rb').read())
 ids = array.array('Q'); ids.frombytes(open(d + '/ids/original', 'rb').read())
 print(ids[max(range(len(o) - 1), key=lambda v: o[v + 1] - o[v])])
@@ -23,8 +28,8 @@ PY
 )
 mkdir -p "$CG" && echo 512M > "$CG/memory.limit_in_bytes"
 
-run_one() { # BIN ENGINE ALGO... -> "wall iter_s bytes_read peak_rss"
-  local bin=$1 engine=$2; shift 2
+run_one() { # BIN STORE ENGINE ALGO... -> "wall iter_s bytes_read peak_rss"
+  local bin=$1 STORE=$2 engine=$3; shift 3
   local memory=8GiB prefix=()
   if [ "$engine" = stream ]; then memory=384MiB; fi
   sync; echo 3 > /proc/sys/vm/drop_caches
@@ -55,9 +60,9 @@ for engine in inmem stream; do
     : > "$WORK/old" ; : > "$WORK/new"
     for _ in $(seq "$ROUNDS"); do
       # shellcheck disable=SC2086
-      run_one "$OLD" "$engine" $algo >> "$WORK/old"
+      run_one "$OLD" "$STORE" "$engine" $algo >> "$WORK/old"
       # shellcheck disable=SC2086
-      run_one "$NEW" "$engine" $algo >> "$WORK/new"
+      run_one "$NEW" "$NEW_STORE" "$engine" $algo >> "$WORK/new"
     done
     col() { awk -v c="$2" '{print $c}' "$WORK/$1" | median; }
     read -r ow oi ob orss <<< "$(col old 1) $(col old 2) $(col old 3) $(col old 4)"
