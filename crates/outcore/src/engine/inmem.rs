@@ -155,26 +155,9 @@ struct Inbox<M> {
 }
 
 impl<M: Copy> Inbox<M> {
-    /// Folds `msg` into `target`'s slot. `TRACK`: lists a first-time target in `touched` (sparse
-    /// iterations); otherwise only flags it, with no branch in the loop, and `touched` is
-    /// rebuilt from the flags afterwards ([`Inbox::sort_touched`]) — what dense iterations,
-    /// where most targets receive something, do faster.
-    #[inline(always)]
-    fn deliver<P: VertexProgram<Msg = M>, const TRACK: bool>(&mut self, program: &P, target: VertexId, msg: M) {
-        let t = target as usize;
-        self.acc[t] = program.combine(self.acc[t], msg);
-        if !TRACK {
-            self.received[t] = true;
-        } else if !self.received[t] {
-            self.received[t] = true;
-            self.touched.push(target);
-        }
-    }
-
-    /// Ascending order: sorts a small set, rescans the flags for a large one (or after an
-    /// untracked delivery).
-    fn sort_touched(&mut self, tracked: bool) {
-        if !tracked || self.touched.len() * 32 > self.received.len() {
+    /// Ascending order: sorts a small set, rescans the flags for a large one.
+    fn sort_touched(&mut self) {
+        if self.touched.len() * 32 > self.received.len() {
             self.touched.clear();
             self.touched.extend((0..self.received.len() as u64).filter(|&v| self.received[v as usize]));
         } else {
@@ -191,8 +174,32 @@ impl<M: Copy> Inbox<M> {
     }
 }
 
+/// Folds `msg` into `target`'s slot. `TRACK`: lists a first-time target in `touched` (sparse
+/// iterations); otherwise only flags it, with no branch per arc, and apply sweeps the flags
+/// ([`apply_sweeping`]) — what dense iterations, where most targets receive something, do
+/// faster. The buffers come as slices held in locals, so the hot loop keeps their addresses and
+/// lengths in registers (through `&mut Inbox` every store to a flag could have changed them).
+#[inline(always)]
+fn deliver<P: VertexProgram, const TRACK: bool>(
+    program: &P,
+    acc: &mut [P::Msg],
+    received: &mut [bool],
+    touched: &mut Vec<VertexId>,
+    target: VertexId,
+    msg: P::Msg,
+) {
+    let t = target as usize;
+    acc[t] = program.combine(acc[t], msg);
+    if !TRACK {
+        received[t] = true;
+    } else if !received[t] {
+        received[t] = true;
+        touched.push(target);
+    }
+}
+
 /// Push: every active vertex scatters along `lists`; returns the arcs scanned. `TRACK`: see
-/// [`Inbox::deliver`].
+/// [`deliver`].
 fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
@@ -201,6 +208,8 @@ fn push<P: VertexProgram, const TRACK: bool>(
     frontier: &[VertexId],
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
+    let Inbox { acc, received, touched } = inbox;
+    let (acc, received) = (acc.as_mut_slice(), received.as_mut_slice());
     let mut edges = 0;
     for &v in frontier {
         let value = &values[v as usize];
@@ -209,7 +218,7 @@ fn push<P: VertexProgram, const TRACK: bool>(
             edges += csr.degree(v);
             for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
-                    inbox.deliver::<P, TRACK>(program, target, msg);
+                    deliver::<P, TRACK>(program, acc, received, touched, target, msg);
                 }
             }
         }
@@ -299,6 +308,29 @@ fn fold_active_sources<P: VertexProgram>(
     (folded, scanned)
 }
 
+/// Apply after a dense push: one sweep in vertex order over the flags, taking each message
+/// out of its slot (leaving the identity) as it goes, so no separate reset pass follows.
+fn apply_sweeping<P: VertexProgram>(
+    program: &P,
+    ctx: &IterationContext,
+    values: &mut [P::Value],
+    inbox: &mut Inbox<P::Msg>,
+    frontier: &mut Frontier,
+) {
+    let (identity, all) = (program.identity(), program.applies_to_all());
+    for (v, (value, (slot, flag))) in
+        values.iter_mut().zip(inbox.acc.iter_mut().zip(inbox.received.iter_mut())).enumerate()
+    {
+        if all || *flag {
+            *flag = false;
+            let msg = std::mem::replace(slot, identity);
+            if program.apply(v as u64, value, msg, ctx) {
+                frontier.push(v as u64);
+            }
+        }
+    }
+}
+
 /// Runs a vertex program to completion; values in dense-id order. Programs that
 /// [support pull](VertexProgram::supports_pull) switch per iteration between push and pull
 /// (recorded as [`Delivery`] in the iteration's stats) when both layouts fit the budget.
@@ -349,31 +381,36 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let edges_processed = if delivery == Some(Delivery::Pull) {
             pull(program, &adj, reverse, &values, &frontier.active, &mut inbox)
         } else {
-            let edges = if dense {
+            if dense {
                 push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox)
             } else {
-                push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox)
-            };
-            inbox.sort_touched(!dense);
-            edges
+                let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
+                inbox.sort_touched();
+                edges
+            }
         };
+        // A dense push flagged its targets without listing them: apply sweeps the flags.
+        let listed = delivery == Some(Delivery::Pull) || !dense;
 
         let ctx = IterationContext { iteration, graph: info, global_sum };
         frontier.clear();
-        if program.applies_to_all() {
+        if !listed {
+            apply_sweeping(program, &ctx, &mut values, &mut inbox, &mut frontier);
+        } else if program.applies_to_all() {
             for v in 0..n {
                 if program.apply(v as u64, &mut values[v], inbox.acc[v], &ctx) {
                     frontier.push(v as u64);
                 }
             }
+            inbox.reset(program.identity());
         } else {
             for &t in &inbox.touched {
                 if program.apply(t, &mut values[t as usize], inbox.acc[t as usize], &ctx) {
                     frontier.push(t);
                 }
             }
+            inbox.reset(program.identity());
         }
-        inbox.reset(program.identity());
         runner.record_iteration(IterationStats {
             iteration,
             active_vertices,

@@ -246,8 +246,9 @@ fn open_layout(
         return Err(Error::store(csr.offsets.path(), "offsets are not monotone or do not end at the arc count"));
     }
     let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct)?
-        .with_checks(csr.targets.checks().cloned())
-        .with_id_bound(csr.vertices);
+        // Ids are range-checked where they are used (the scatter and the edge pass compare
+        // each target with |V| anyway), not in a second pass on the reader thread.
+        .with_checks(csr.targets.checks().cloned());
     let weights = match (&csr.weights, weights) {
         (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct)?.with_checks(w.checks().cloned())),
         _ => None,
