@@ -378,12 +378,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
         let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
         let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
-        let edges_processed = if delivery == Some(Delivery::Pull) {
-            pull(program, &adj, reverse, &values, &frontier.active, &mut inbox)
-        } else {
-            if dense {
-                push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox)
-            } else {
+        let edges_processed = match (delivery, dense) {
+            (Some(Delivery::Pull), _) => pull(program, &adj, reverse, &values, &frontier.active, &mut inbox),
+            (_, true) => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
+            (_, false) => {
                 let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
                 inbox.sort_touched();
                 edges

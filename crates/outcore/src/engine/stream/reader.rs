@@ -32,7 +32,6 @@ use crossbeam_channel::{Receiver, Sender};
 use super::schedule::Chunk;
 use crate::error::{Error, Result};
 use crate::runtime::{CancelToken, IoCounters};
-use crate::store::csr::check_encoded_ids;
 use crate::store::FileChecks;
 
 /// Alignment of direct I/O (file offsets, lengths and buffer addresses).
@@ -104,8 +103,6 @@ pub struct EdgeFile {
     pub width: u64,
     /// The store's block checks of this file: every read is verified before it is used.
     checks: Option<Arc<FileChecks>>,
-    /// For a targets file: the vertex count every id read must be below.
-    ids_below: Option<u64>,
 }
 
 impl EdgeFile {
@@ -115,18 +112,12 @@ impl EdgeFile {
         let len = buffered.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
         let direct =
             if want_direct { OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok() } else { None };
-        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width, checks: None, ids_below: None })
+        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width, checks: None })
     }
 
     /// Verifies every read against the store's block checksums of the file.
     pub fn with_checks(mut self, checks: Option<Arc<FileChecks>>) -> EdgeFile {
         self.checks = checks;
-        self
-    }
-
-    /// Checks every id read (a targets file, ids of `width` bytes) against the vertex count.
-    pub fn with_id_bound(mut self, vertices: u64) -> EdgeFile {
-        self.ids_below = Some(vertices);
         self
     }
 
@@ -172,11 +163,6 @@ impl EdgeFile {
         }
         if let Some(checks) = &self.checks {
             checks.verify(&buf[..got], offset)?;
-        }
-        if let Some(vertices) = self.ids_below {
-            // Reads start at a multiple of the width (aligned to it or to DIRECT_ALIGN).
-            let whole = got - got % self.width as usize;
-            check_encoded_ids(&self.path, &buf[..whole], self.width, vertices)?;
         }
         Ok(got)
     }
