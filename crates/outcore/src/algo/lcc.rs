@@ -139,11 +139,11 @@ impl NeighborhoodQuery for LccQuery {
         for parent in view.parent_list(1, v).iter().filter(|p| p.id() < v) {
             let u = parent.id();
             let mut closed_at_u = 0;
-            for (w_of_u, w_of_v) in view.common_neighbors_after(u, v, v) {
+            view.common_neighbors_after(u, v, v).for_each(|(w_of_u, w_of_v)| {
                 out.update(w_of_u.id(), parent.arcs());
                 closed_at_u += w_of_v.arcs();
                 closed_at_v += w_of_u.arcs();
-            }
+            });
             if closed_at_u > 0 {
                 out.update(u, closed_at_u);
             }

@@ -57,10 +57,10 @@ impl NeighborhoodQuery for TriangleCounting {
         for parent in view.parent_list(1, v).iter().filter(|p| p.id() < v) {
             let u = parent.id();
             let mut through_pair = 0;
-            for (w, _) in view.common_neighbors_after(u, v, v) {
+            view.common_neighbors_after(u, v, v).for_each(|(w, _)| {
                 out.update(w.id(), 1);
                 through_pair += 1;
-            }
+            });
             if through_pair > 0 {
                 out.update(u, through_pair);
                 out.aggregate(through_pair);

@@ -163,10 +163,13 @@ pub trait NeighborhoodView {
     /// Common neighbours of `u` and `v` with ids above `after` (a partial-order constraint
     /// applied before intersecting: only the lists' tails above `after` are compared).
     fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
-        let (a, b) = (self.adjacency(u), self.adjacency(v));
-        let tail = |list: &'_ [Nbr]| list.partition_point(|n| n.id() <= after);
-        CommonNeighbors::new(&a[tail(a)..], &b[tail(b)..])
+        CommonNeighbors::new(tail_after(self.adjacency(u), after), tail_after(self.adjacency(v), after))
     }
+}
+
+/// The entries of a sorted list with ids above `after`.
+pub fn tail_after(list: &[Nbr], after: VertexId) -> &[Nbr] {
+    &list[list.partition_point(|n| n.id() <= after)..]
 }
 
 /// What scatter functions can do: mark vertices of interest, send updates, add to the total.
@@ -220,11 +223,15 @@ pub struct QueryResult<O> {
 
 /// Iterator over the intersection of two sorted lists: yields `(entry in the first list, entry
 /// in the second)` for each common id. Merges when the lists have similar lengths and gallops
-/// through the longer one (exponential then binary search) when one is much shorter.
+/// through the longer one (exponential then binary search) when one is much shorter; or, when
+/// the first list is marked in a table ([`CommonNeighbors::marked`]), looks each entry of the
+/// second up in it.
 pub struct CommonNeighbors<'a> {
     a: &'a [Nbr],
     b: &'a [Nbr],
     gallop: bool,
+    /// The second list as a lookup table (then `b` holds the first list).
+    marks: Option<&'a [u8]>,
 }
 
 impl<'a> CommonNeighbors<'a> {
@@ -233,8 +240,22 @@ impl<'a> CommonNeighbors<'a> {
 
     pub fn new(a: &'a [Nbr], b: &'a [Nbr]) -> Self {
         let gallop = a.len().min(b.len()) * Self::GALLOP_RATIO < a.len().max(b.len());
-        CommonNeighbors { a, b, gallop }
+        CommonNeighbors { a, b, gallop, marks: None }
     }
+
+    /// The intersection of `a` with a list marked in `marks` (`marks[w]` = the direction bits
+    /// of `w`'s entry, 0 where `w` is not in it): one table lookup per entry of `a`, so the
+    /// marked list is never scanned. Worth it when one list meets many others, as a level-2
+    /// vertex's list meets each of its parents' lists.
+    pub fn marked_second(a: &'a [Nbr], marks: &'a [u8]) -> Self {
+        CommonNeighbors { a: &[], b: a, gallop: false, marks: Some(marks) }
+    }
+}
+
+/// Where `marks` has `w`, its entry as the marked list holds it.
+fn marked_entry(marks: &[u8], w: Nbr) -> Option<Nbr> {
+    let bits = marks[(w.0 >> 2) as usize];
+    (bits != 0).then_some(Nbr((w.0 & !3) | bits as u32))
 }
 
 /// Index of the first entry of `list` with id ≥ `id`, searching exponentially from the start.
@@ -251,7 +272,56 @@ fn gallop_to(list: &[Nbr], id: VertexId) -> usize {
 impl Iterator for CommonNeighbors<'_> {
     type Item = (Nbr, Nbr);
 
+    /// The intersection as one tight loop (what `for_each`, `count` and `sum` use): a merge
+    /// that advances both cursors without a branch per step, or, for skewed lengths, a gallop
+    /// through the longer list per entry of the shorter. tc and lcc spend most of their time
+    /// here, so they iterate internally rather than through `next`.
+    fn fold<B, F: FnMut(B, (Nbr, Nbr)) -> B>(self, init: B, mut f: F) -> B {
+        let (a, b) = (self.a, self.b);
+        if let Some(marks) = self.marks {
+            return b.iter().fold(init, |acc, &x| match marked_entry(marks, x) {
+                Some(y) => f(acc, (x, y)),
+                None => acc,
+            });
+        }
+        if !self.gallop {
+            return merge_fold(a, b, init, f);
+        }
+        let mut acc = init;
+        if a.len() <= b.len() {
+            let mut rest = b;
+            for &x in a {
+                rest = &rest[gallop_to(rest, x.id())..];
+                match rest.first() {
+                    None => break,
+                    Some(&y) if y.id() == x.id() => acc = f(acc, (x, y)),
+                    Some(_) => {}
+                }
+            }
+        } else {
+            let mut rest = a;
+            for &y in b {
+                rest = &rest[gallop_to(rest, y.id())..];
+                match rest.first() {
+                    None => break,
+                    Some(&x) if x.id() == y.id() => acc = f(acc, (x, y)),
+                    Some(_) => {}
+                }
+            }
+        }
+        acc
+    }
+
     fn next(&mut self) -> Option<(Nbr, Nbr)> {
+        if let Some(marks) = self.marks {
+            while let Some((&x, rest)) = self.b.split_first() {
+                self.b = rest;
+                if let Some(y) = marked_entry(marks, x) {
+                    return Some((x, y));
+                }
+            }
+            return None;
+        }
         while let (Some(&x), Some(&y)) = (self.a.first(), self.b.first()) {
             match x.id().cmp(&y.id()) {
                 Ordering::Equal => {
@@ -269,20 +339,59 @@ impl Iterator for CommonNeighbors<'_> {
     }
 }
 
+/// Merge intersection of two sorted lists: each step compares one entry of each and advances
+/// the cursor(s) holding the smaller id by arithmetic, so the only branch that mispredicts is the
+/// rarer one taken on a common id.
+fn merge_fold<B, F: FnMut(B, (Nbr, Nbr)) -> B>(a: &[Nbr], b: &[Nbr], init: B, mut f: F) -> B {
+    let mut acc = init;
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        let (xi, yi) = (x.0 >> 2, y.0 >> 2);
+        if xi == yi {
+            acc = f(acc, (x, y));
+        }
+        i += (xi <= yi) as usize;
+        j += (yi <= xi) as usize;
+    }
+    acc
+}
+
 /// The full list of a vertex from its out- and in-lists (any order, duplicates, self-loops):
-/// sorted by id, one entry per neighbour, direction bits merged. `out` is cleared first.
+/// sorted by id, one entry per neighbour, direction bits merged. `out` is cleared first. Store
+/// lists are sorted, so this is a merge; lists in any other order are sorted first.
 pub fn full_list(owner: VertexId, outs: &[VertexId], ins: &[VertexId], out: &mut Vec<Nbr>) {
     out.clear();
-    out.extend(outs.iter().filter(|&&t| t != owner).map(|&t| Nbr::new(t, true, false)));
-    out.extend(ins.iter().filter(|&&s| s != owner).map(|&s| Nbr::new(s, false, true)));
-    out.sort_unstable();
-    out.dedup_by(|next, kept| {
-        let same = next.id() == kept.id();
-        if same {
-            *kept = kept.merged(*next);
+    if outs.is_sorted() && ins.is_sorted() {
+        let (mut i, mut j) = (0, 0);
+        while i < outs.len() || j < ins.len() {
+            let outgoing = j == ins.len() || (i < outs.len() && outs[i] <= ins[j]);
+            let t = if outgoing { outs[i] } else { ins[j] };
+            i += outgoing as usize;
+            j += !outgoing as usize;
+            if t != owner {
+                push_merged(out, Nbr::new(t, outgoing, !outgoing));
+            }
         }
-        same
-    });
+        return;
+    }
+    let mut all: Vec<Nbr> = list_entries(owner, outs, true).chain(list_entries(owner, ins, false)).collect();
+    all.sort_unstable();
+    all.into_iter().for_each(|e| push_merged(out, e));
+}
+
+/// The entries of an out- (`outgoing`) or in-list of `owner`, self-loops left out.
+fn list_entries(owner: VertexId, list: &[VertexId], outgoing: bool) -> impl Iterator<Item = Nbr> + '_ {
+    list.iter().filter(move |&&t| t != owner).map(move |&t| Nbr::new(t, outgoing, !outgoing))
+}
+
+/// Appends `entry` to a list sorted by id, or merges its direction bits into the last entry when
+/// that is the same neighbour.
+fn push_merged(list: &mut Vec<Nbr>, entry: Nbr) {
+    match list.last_mut() {
+        Some(last) if last.id() == entry.id() => *last = last.merged(entry),
+        _ => list.push(entry),
+    }
 }
 
 /// Checks that the store's ids fit [`Nbr`] entries.
@@ -297,17 +406,21 @@ pub fn check_vertex_count(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// In-memory execution of Figure 3, the oracle for the windowed engine. Every vertex `u` is its
-/// own level-1 window; the vertices it marks are its level-2 stream, visited in ascending id.
+/// In-memory execution of Figure 3, the oracle for the windowed engine.
 /// `in_csr` is `None` on undirected stores, whose `csr-out` holds both arcs of every edge.
 ///
-/// Two-level queries (the intersection queries: tc, lcc) run on ids relabelled by ascending
-/// degree, so that the partial order u < v < w starts each triangle at its lowest-degree corner
-/// and hubs, ranked last, never scan their long lists against every neighbour (Schank and
-/// Wagner 2005; the degree order of TurboGraph++'s BBP ids, §4). Their windows run in parallel:
-/// each rayon worker pulls chunks of vertices from a shared counter (work stealing at chunk
-/// grain) and gathers into its own array; the arrays are folded afterwards. One-level queries
-/// keep store ids and one sequential pass, so float sums (PageRank) stay deterministic.
+/// One-level queries (PageRank, WCC, SSSP rounds) make every vertex `u` its own window and run
+/// in one sequential pass in store ids, so float sums stay deterministic.
+///
+/// Two-level queries (the intersection queries: tc, lcc) run with the whole graph as the one
+/// level-1 window, which is what the windowed engine does when the budget holds everything: level
+/// 1 marks its vertices of interest, then the marked vertices `v` stream through level 2 in
+/// parallel, each with all of its neighbours as parents. Ids are relabelled by ascending degree,
+/// so the partial order u < v < w starts each triangle at its lowest-degree corner and hubs,
+/// ranked last, never scan their long lists against every neighbour (Schank and Wagner 2005; the
+/// degree order of TurboGraph++'s BBP ids, §4). At level 2 the view marks `v`'s list in a byte
+/// table, so each intersection of a parent's list with it is one lookup per entry of the
+/// parent's tail: Σ over arcs (u, v) of |N(u) above v|, the cost of GAP's ordered count.
 pub fn run_in_memory<Q: NeighborhoodQuery>(
     out_csr: &InMemoryCsr,
     in_csr: Option<&InMemoryCsr>,
@@ -318,14 +431,15 @@ pub fn run_in_memory<Q: NeighborhoodQuery>(
     if query.levels() < 2 {
         let mut state = OracleState::new(n, query);
         for u in 0..n as u64 {
-            scatter_window(query, &lists, None, u, &mut state);
+            let view = OracleView { lists: &lists, window: Window::One(u), store_ids: None, level2: None };
+            query.adj_scatter(1, &view, &mut state, u, lists.list(u));
         }
         let values = (0..n).map(|v| query.vertex_apply(v as u64, lists.degree(v as u64), state.gathered[v])).collect();
         return Ok(QueryResult { values, aggregate: state.aggregate });
     }
     let (ranked, order) = lists.relabelled_by_degree();
     drop(lists);
-    let (gathered, aggregate) = run_windows_parallel(query, &ranked, &order);
+    let (gathered, aggregate) = run_two_levels_parallel(query, &ranked, &order);
     let mut values = vec![Q::Output::default(); n];
     order.iter().enumerate().for_each(|(r, &v)| {
         values[v as usize] = query.vertex_apply(v, ranked.degree(r as u64), gathered[r]);
@@ -336,60 +450,63 @@ pub fn run_in_memory<Q: NeighborhoodQuery>(
 /// Vertices a worker takes from the shared counter at a time.
 const WINDOW_CHUNK: usize = 64;
 
-/// Runs every vertex's window on all rayon threads; returns the folded gathered values (by
-/// engine id) and the aggregate.
-fn run_windows_parallel<Q: NeighborhoodQuery>(
+/// Level 1 over every vertex, then level 2 over the marked ones, each on all rayon threads (each
+/// worker pulls chunks of vertices from a shared counter and gathers into its own array); returns
+/// the folded gathered values (by engine id) and the aggregate.
+fn run_two_levels_parallel<Q: NeighborhoodQuery>(
     query: &Q,
     lists: &FlatLists,
     store_ids: &[VertexId],
 ) -> (Vec<Q::Value>, u64) {
     let n = lists.len();
-    let next = AtomicUsize::new(0);
-    let states: Vec<(Vec<Q::Value>, u64)> = (0..rayon::current_num_threads())
-        .into_par_iter()
-        .map(|_| {
-            let mut state = OracleState::new(n, query);
-            loop {
-                let start = next.fetch_add(WINDOW_CHUNK, AtomicOrdering::Relaxed);
-                if start >= n {
-                    break;
-                }
-                for u in start..(start + WINDOW_CHUNK).min(n) {
-                    scatter_window(query, lists, Some(store_ids), u as VertexId, &mut state);
-                }
-            }
-            (state.gathered, state.aggregate)
-        })
-        .collect();
-    let aggregate = states.iter().map(|s| s.1).sum();
-    let mut states = states.into_iter().map(|s| s.0);
-    let mut gathered = states.next().unwrap_or_else(|| vec![Q::Value::default(); n]);
-    for other in states {
+    let workers: Vec<OracleState<'_, Q>> =
+        (0..rayon::current_num_threads()).map(|_| OracleState::new(n, query)).collect();
+    let whole = OracleView { lists, window: Window::All, store_ids: Some(store_ids), level2: None };
+    let workers = in_parallel_chunks(n, workers, |state, u| {
+        query.adj_scatter(1, &whole, state, u, lists.list(u));
+    });
+    let mut marked = vec![0u64; n.div_ceil(64)];
+    for state in &workers {
+        marked.iter_mut().zip(&state.marked).for_each(|(m, w)| *m |= w);
+    }
+    let workers = in_parallel_chunks(n, workers, |state, v| {
+        if marked[v as usize / 64] & (1 << (v % 64)) == 0 {
+            return;
+        }
+        let list = lists.list(v);
+        let mut marks = std::mem::take(&mut state.list_marks);
+        list.iter().for_each(|e| marks[e.id() as usize] = (e.0 & 3) as u8);
+        let view = OracleView { level2: Some((v, &marks)), ..whole };
+        query.adj_scatter(2, &view, state, v, list);
+        list.iter().for_each(|e| marks[e.id() as usize] = 0);
+        state.list_marks = marks;
+    });
+    let aggregate = workers.iter().map(|s| s.aggregate).sum();
+    let mut arrays = workers.into_iter().map(|s| s.gathered);
+    let mut gathered = arrays.next().unwrap_or_else(|| vec![Q::Value::default(); n]);
+    for other in arrays {
         gathered.par_iter_mut().zip(other.par_iter()).for_each(|(g, &o)| *g = query.vertex_gather(*g, o));
     }
     (gathered, aggregate)
 }
 
-/// Level 1 on the window {u}, then level 2 on the vertices it marked.
-fn scatter_window<Q: NeighborhoodQuery>(
-    query: &Q,
-    lists: &FlatLists,
-    store_ids: Option<&[VertexId]>,
-    u: VertexId,
-    state: &mut OracleState<'_, Q>,
-) {
-    let view = OracleView { lists, window: u, store_ids };
-    state.marked.clear();
-    query.adj_scatter(1, &view, state, u, lists.list(u));
-    if query.levels() >= 2 {
-        let mut marked = std::mem::take(&mut state.marked);
-        marked.sort_unstable();
-        marked.dedup();
-        for &v in &marked {
-            query.adj_scatter(2, &view, state, v, lists.list(v));
-        }
-        state.marked = marked;
-    }
+/// Calls `visit(state, v)` for every vertex `v < n`, one worker state per rayon task, each task
+/// pulling `WINDOW_CHUNK` vertices at a time from a shared counter; returns the states.
+fn in_parallel_chunks<S: Send>(n: usize, states: Vec<S>, visit: impl Fn(&mut S, VertexId) + Sync) -> Vec<S> {
+    let next = AtomicUsize::new(0);
+    states
+        .into_par_iter()
+        .map(|mut state| {
+            loop {
+                let start = next.fetch_add(WINDOW_CHUNK, AtomicOrdering::Relaxed);
+                if start >= n {
+                    break;
+                }
+                (start..(start + WINDOW_CHUNK).min(n)).for_each(|v| visit(&mut state, v as VertexId));
+            }
+            state
+        })
+        .collect()
 }
 
 /// The full lists of all vertices in one array (CSR): one allocation, lists adjacent in memory.
@@ -457,12 +574,24 @@ impl FlatLists {
     }
 }
 
+/// The level-1 window of the in-memory oracle.
+#[derive(Clone, Copy)]
+enum Window {
+    /// One vertex (one-level queries).
+    One(VertexId),
+    /// Every vertex (two-level queries).
+    All,
+}
+
+#[derive(Clone, Copy)]
 struct OracleView<'a> {
     lists: &'a FlatLists,
-    /// The level-1 window: one vertex.
-    window: VertexId,
+    window: Window,
     /// Store id of each engine id, when ids were relabelled.
     store_ids: Option<&'a [VertexId]>,
+    /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
+    /// a neighbour), so that intersecting another list with it is one lookup per entry.
+    level2: Option<(VertexId, &'a [u8])>,
 }
 
 impl NeighborhoodView for OracleView<'_> {
@@ -471,31 +600,48 @@ impl NeighborhoodView for OracleView<'_> {
     }
     fn parent_list(&self, _level: usize, v: VertexId) -> &[Nbr] {
         let list = self.lists.list(v);
-        let i = list.partition_point(|n| n.id() < self.window);
-        let j = list.partition_point(|n| n.id() <= self.window);
-        &list[i..j]
+        match self.window {
+            Window::All => list,
+            Window::One(u) => &list[list.partition_point(|n| n.id() < u)..list.partition_point(|n| n.id() <= u)],
+        }
     }
     fn store_id(&self, v: VertexId) -> VertexId {
         self.store_ids.map_or(v, |ids| ids[v as usize])
+    }
+    fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
+        let (a, b) = (self.lists.list(u), self.lists.list(v));
+        match self.level2 {
+            Some((marked, marks)) if v == marked => CommonNeighbors::marked_second(tail_after(a, after), marks),
+            _ => CommonNeighbors::new(tail_after(a, after), tail_after(b, after)),
+        }
     }
 }
 
 struct OracleState<'q, Q: NeighborhoodQuery> {
     gathered: Vec<Q::Value>,
-    marked: Vec<VertexId>,
+    /// Level 2's vertices of interest, one bit per vertex.
+    marked: Vec<u64>,
+    /// One byte per vertex, all 0 between level-2 vertices (see `OracleView::level2`).
+    list_marks: Vec<u8>,
     aggregate: u64,
     query: &'q Q,
 }
 
 impl<'q, Q: NeighborhoodQuery> OracleState<'q, Q> {
     fn new(n: usize, query: &'q Q) -> Self {
-        OracleState { gathered: vec![Q::Value::default(); n], marked: Vec::new(), aggregate: 0, query }
+        OracleState {
+            gathered: vec![Q::Value::default(); n],
+            marked: vec![0; n.div_ceil(64)],
+            list_marks: vec![0; n],
+            aggregate: 0,
+            query,
+        }
     }
 }
 
 impl<Q: NeighborhoodQuery> Emitter<Q::Value> for OracleState<'_, Q> {
     fn mark(&mut self, _level: usize, v: VertexId) {
-        self.marked.push(v);
+        self.marked[v as usize / 64] |= 1 << (v % 64);
     }
     fn update(&mut self, target: VertexId, value: Q::Value) {
         let slot = &mut self.gathered[target as usize];
@@ -542,6 +688,65 @@ mod tests {
         let view = Two(long.clone(), short.clone());
         let after: Vec<u64> = view.common_neighbors_after(0, 1, 300).map(|(x, _)| x.id()).collect();
         assert_eq!(after, vec![2997]);
+    }
+
+    /// A sorted list with random direction bits from a set of ids.
+    fn entries(ids: &std::collections::BTreeSet<u64>, bits: u64) -> Vec<Nbr> {
+        ids.iter().map(|&i| Nbr::new(i, (i ^ bits) % 3 != 1, (i ^ bits) % 3 != 0)).collect()
+    }
+
+    proptest::proptest! {
+        /// `next`, the folding loops (merge, gallop) and the marked-table form all yield the
+        /// pairs of entries that a brute-force search finds, each entry as its own list holds it.
+        #[test]
+        fn every_intersection_form_agrees_with_brute_force(
+            a in proptest::collection::btree_set(0u64..400, 0..120),
+            b in proptest::collection::btree_set(0u64..400, 0..12),
+            bits in 0u64..8,
+        ) {
+            let (a, b) = (entries(&a, bits), entries(&b, bits + 1));
+            let expected: Vec<(Nbr, Nbr)> =
+                a.iter().filter_map(|&x| b.iter().find(|y| y.id() == x.id()).map(|&y| (x, y))).collect();
+            for (first, second, flip) in [(&a, &b, false), (&b, &a, true)] {
+                let mut folded = Vec::new();
+                CommonNeighbors::new(first, second).for_each(|pair| folded.push(pair));
+                let stepped: Vec<(Nbr, Nbr)> = CommonNeighbors::new(first, second).by_ref().collect();
+                let mut marks = vec![0u8; 400];
+                second.iter().for_each(|e| marks[e.id() as usize] = (e.0 & 3) as u8);
+                let mut looked_up = Vec::new();
+                CommonNeighbors::marked_second(first, &marks).for_each(|pair| looked_up.push(pair));
+                let stepped_marked: Vec<(Nbr, Nbr)> = CommonNeighbors::marked_second(first, &marks).by_ref().collect();
+                let want: Vec<(Nbr, Nbr)> =
+                    if flip { expected.iter().map(|&(x, y)| (y, x)).collect() } else { expected.clone() };
+                proptest::prop_assert_eq!(&folded, &want);
+                proptest::prop_assert_eq!(&stepped, &want);
+                proptest::prop_assert_eq!(&looked_up, &want);
+                proptest::prop_assert_eq!(&stepped_marked, &want);
+            }
+        }
+
+        /// Store lists are merged, other lists sorted: the same full list either way.
+        #[test]
+        fn full_lists_from_sorted_and_unsorted_lists_agree(
+            outs in proptest::collection::vec(0u64..50, 0..40),
+            ins in proptest::collection::vec(0u64..50, 0..40),
+        ) {
+            let (mut sorted_outs, mut sorted_ins) = (outs.clone(), ins.clone());
+            sorted_outs.sort_unstable();
+            sorted_ins.sort_unstable();
+            let (mut merged, mut sorted) = (Vec::new(), Vec::new());
+            full_list(7, &sorted_outs, &sorted_ins, &mut merged);
+            full_list(7, &outs, &ins, &mut sorted);
+            proptest::prop_assert_eq!(&merged, &sorted);
+            let expected: Vec<Nbr> = (0..50u64)
+                .filter(|&t| t != 7)
+                .filter_map(|t| {
+                    let (o, i) = (outs.contains(&t), ins.contains(&t));
+                    (o || i).then(|| Nbr::new(t, o, i))
+                })
+                .collect();
+            proptest::prop_assert_eq!(&merged, &expected);
+        }
     }
 
     #[test]
