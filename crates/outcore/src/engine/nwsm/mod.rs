@@ -79,7 +79,8 @@ use serde_json::json;
 
 pub use partition::{BbpLayout, DEFAULT_PAGE_SIZE};
 pub use query::{
-    AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Min, Nbr, NeighborhoodQuery, NeighborhoodView, QueryResult,
+    tail_after, AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Min, Nbr, NeighborhoodQuery, NeighborhoodView,
+    QueryResult,
 };
 
 use self::gather::{
@@ -170,8 +171,10 @@ impl MemoryPlan {
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
     // One-level queries also keep the store id of every vertex (4 B): they read state by it.
+    // Two-level queries keep a list-mark table of 1 B per vertex per thread (`ListMarks`).
     let store_id_bytes = if k == 1 { 4 } else { 0 };
-    let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes);
+    let mark_bytes = if k >= 2 { rayon::current_num_threads() as u64 } else { 0 };
+    let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes + mark_bytes);
     let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
     // A quarter of the page memory reads the next level-1 window ahead (none below 5 pages).
@@ -309,6 +312,8 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     output: &'a [AtomicU64],
     /// Store id of every BBP id, for one-level queries ([`NeighborhoodView::store_id`]).
     store_ids: Option<Vec<u32>>,
+    /// Two-level queries: one list-mark table per rayon thread (see [`scatter_level2`]).
+    list_marks: Vec<Mutex<Vec<u8>>>,
 }
 
 /// What one rank hands back: figures (its outputs are in the shared output column).
@@ -410,6 +415,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         store_ids: match k {
             1 => Some(u32s_from_le_bytes(&store.file(&format!("{dir}/old-of-new"))?.read_all()?)),
             _ => None,
+        },
+        list_marks: match k {
+            1 => Vec::new(),
+            _ => (0..rayon::current_num_threads()).map(|_| Mutex::new(vec![0; n as usize])).collect(),
         },
     };
     let scatter_started = Instant::now();
@@ -947,7 +956,7 @@ fn compute_window<Q: NeighborhoodQuery>(
     let query = *query;
     let t = Instant::now();
     let mut emitter = RankEmitter { query, lgb, voi, aggregate: 0, error: None };
-    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref() };
+    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref(), level2: None };
     for (k, &u) in w1.ids.iter().enumerate() {
         query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
     }
@@ -1003,14 +1012,26 @@ fn scatter_level2<Q: NeighborhoodQuery>(
     let tasks = (threads * 4).min(w2.ids.len()).max(1);
     let per_task = w2.ids.len().div_ceil(tasks);
     let capacity = ctx.plan.local_gather_records / threads;
-    let view = WindowView { w1, w2: Some(w2), store_ids: None };
+    let view = WindowView { w1, w2: Some(w2), store_ids: None, level2: None };
     let aggregate = AtomicU64::new(0);
     (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
         let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
         let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: None, aggregate: 0, error: None };
+        // A rayon thread runs one task at a time, so its table is free; `None` (no table) falls
+        // back to merging.
+        let mut marks = rayon::current_thread_index().and_then(|i| ctx.list_marks.get(i)?.try_lock().ok());
         let end = ((t + 1) * per_task).min(w2.ids.len());
         for k in t * per_task..end {
-            query.adj_scatter(2, &view, &mut emitter, w2.ids[k] as VertexId, w2.list_at(k));
+            let (v, list) = (w2.ids[k] as VertexId, w2.list_at(k));
+            match marks.as_deref_mut() {
+                Some(table) if view.parent_list(1, v).len() >= 2 => {
+                    list.iter().for_each(|e| table[e.id() as usize] = (e.0 & 3) as u8);
+                    let view = WindowView { level2: Some((v, &table[..])), ..view };
+                    query.adj_scatter(2, &view, &mut emitter, v, list);
+                    list.iter().for_each(|e| table[e.id() as usize] = 0);
+                }
+                _ => query.adj_scatter(2, &view, &mut emitter, v, list),
+            }
             if emitter.error.is_some() {
                 break;
             }
@@ -1088,10 +1109,14 @@ impl NeighborhoodView for PartialView<'_> {
 }
 
 /// The current level-1 window and, at level 2, the current level-2 window.
+#[derive(Clone, Copy)]
 struct WindowView<'a> {
     w1: &'a AdjWindow,
     w2: Option<&'a AdjWindow>,
     store_ids: Option<&'a [u32]>,
+    /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
+    /// a neighbour), so that intersecting a parent's list with it is one lookup per entry.
+    level2: Option<(VertexId, &'a [u8])>,
 }
 
 impl NeighborhoodView for WindowView<'_> {
@@ -1112,6 +1137,13 @@ impl NeighborhoodView for WindowView<'_> {
         let a = list.partition_point(|e| e.id() < self.w1.lo);
         let b = list.partition_point(|e| e.id() < self.w1.hi);
         &list[a..b]
+    }
+    fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
+        let a = tail_after(self.adjacency(u), after);
+        match self.level2 {
+            Some((marked, marks)) if v == marked => CommonNeighbors::marked_second(a, marks),
+            _ => CommonNeighbors::new(a, tail_after(self.adjacency(v), after)),
+        }
     }
 }
 
