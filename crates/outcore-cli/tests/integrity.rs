@@ -183,6 +183,23 @@ fn kill_after(args: &[&str], after: Duration) -> bool {
     killed
 }
 
+/// Whether two PageRank outputs hold the same vertices with the same values up to rounding (a
+/// reordered store sums in another order, so the last digits may differ).
+fn same_ranks(a: &Path, b: &Path) -> bool {
+    let parse = |p: &Path| -> Vec<(String, f64)> {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.lines()
+            .map(|l| {
+                let (v, x) = l.split_once(' ').unwrap();
+                (v.to_string(), x.parse().unwrap())
+            })
+            .collect()
+    };
+    let (a, b) = (parse(a), parse(b));
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|((v, x), (w, y))| v == w && (x - y).abs() <= 1e-12 * x.abs().max(y.abs()))
+}
+
 /// Drops the cache engine's static-cache selections, so that its next run builds one.
 fn drop_cache_selections(store: &Path) {
     let listed = outcore(&["layout", "list", "--store", s(store)]);
@@ -285,7 +302,7 @@ fn commands_killed_at_random_leave_a_store_that_verifies_and_works() {
             assert!(verify.status.success(), "{command:?} killed: {}", String::from_utf8_lossy(&verify.stderr));
             assert!(leftovers(&store).is_empty(), "{command:?} killed: left {:?}", leftovers(&store));
             ok(&check_got);
-            assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(), "{command:?} killed: wrong result");
+            assert!(same_ranks(&got, &want), "{command:?} killed: wrong result");
         }
         // And the command itself works afterwards (a pregel run resumes or starts again).
         ok(command);
