@@ -53,7 +53,12 @@ const CASES: &[Case] = &[
     ("shards", "wcc", &["--shards", "4"]),
     ("pregel", "pr", &["--iterations", "3"]),
     ("pregel", "wcc", &[]),
+    ("pregel", "pr", &["--iterations", "3", "--recode"]),
+    ("pregel", "wcc", &["--recode"]),
     ("nwsm", "wcc", &[]),
+    // Neighborhood queries (the bbp layout's adjacency pages, and inmem's).
+    ("nwsm", "tc", &[]),
+    ("inmem", "tc", &[]),
 ];
 
 fn run_case(store: &Path, out: &Path, case: &Case, source: &str) -> Output {
@@ -118,6 +123,7 @@ fn pristine(dir: &Path, scale: &str) -> (PathBuf, String, Vec<Vec<u8>>) {
     let s = store.to_str().unwrap();
     ok(&["generate", "rmat", "--scale", scale, "--seed", "5", "--store", s, "--memory", "64MiB"]);
     ok(&["partition", "--store", s, "--ranks", "1", "-q"]);
+    ok(&["partition", "--store", s, "--ranks", "1", "--recode", "-q"]);
     let wcc = dir.join("wcc.txt");
     ok(&["run", "wcc", "--store", s, "-o", wcc.to_str().unwrap(), "-q"]);
     let source = std::fs::read_to_string(&wcc).unwrap().split_whitespace().next().unwrap().to_string();
@@ -176,8 +182,10 @@ fn manifest_files(store: &Path) -> (Vec<String>, u64) {
     let mut files: Vec<String> = m["files"].as_object().unwrap().keys().cloned().collect();
     // The block-checksum sidecars and pregel's partition files are read too.
     files.extend(["csr-out/targets.crc32c", "csr-in/offsets.crc32c"].map(String::from));
-    for f in ["vertices", "edges-out", "edges-in"] {
-        files.push(format!("parts-1/rank-0/{f}"));
+    for parts in ["parts-1", "parts-1-recoded"] {
+        for f in ["vertices", "edges-out", "edges-in"] {
+            files.push(format!("{parts}/rank-0/{f}"));
+        }
     }
     (files, m["vertices"].as_u64().unwrap())
 }
@@ -207,7 +215,11 @@ fn every_damaged_file_of_every_layout_is_a_clean_error_on_every_engine() {
             damaged += 1;
         }
     }
-    eprintln!("corruption suite: {damaged} damaged stores, {runs} runs, {caught} clean errors (exit 66 naming the file), the rest exact results, 0 panics");
+    eprintln!(
+        "corruption: {} files, {damaged} damaged stores, {runs} runs, {caught} clean errors (exit 66 naming the file), {} exact results (engines that do not read the file), 0 panics, 0 wrong",
+        files.len(),
+        runs - caught
+    );
 }
 
 /// The case: a valid vertex id written into the middle of a `csr-out/targets` bigger
@@ -239,7 +251,8 @@ fn a_valid_id_in_a_big_targets_file_is_caught_by_every_engine() {
     let new = u32::from_le_bytes(bytes[mid..mid + 4].try_into().unwrap()) ^ 1;
     bytes[mid..mid + 4].copy_from_slice(&new.to_le_bytes());
     std::fs::write(&targets, bytes).unwrap();
-    for engine in ["inmem", "stream", "cache", "shards"] {
+    let engines = ["inmem", "stream", "cache", "shards"];
+    for engine in engines {
         let out = dir.path().join("pr.txt");
         let r = outcore(&[
             "run",
@@ -262,4 +275,10 @@ fn a_valid_id_in_a_big_targets_file_is_caught_by_every_engine() {
         assert!(!stderr.contains("panicked"), "{engine}: {stderr}");
         assert!(!out.exists(), "{engine} wrote output");
     }
+    eprintln!(
+        "corruption (csr-out/targets of {} MiB, a valid id written over another): {} runs, {} clean errors, 0 panics, 0 wrong",
+        len >> 20,
+        engines.len(),
+        engines.len()
+    );
 }

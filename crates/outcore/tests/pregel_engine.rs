@@ -464,3 +464,86 @@ fn resuming_with_other_parameters_is_refused() {
         assert_same(algorithm, &inmem(&g.store, algorithm, &first), &resumed, algorithm);
     }
 }
+
+/// Holds rank 0 of a run where its supersteps start (partition open, its files being read)
+/// until the test lets it go.
+struct PauseAtSupersteps {
+    started: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl outcore::runtime::Progress for PauseAtSupersteps {
+    fn start(
+        &self,
+        label: &str,
+        total: Option<u64>,
+        unit: outcore::runtime::ProgressUnit,
+    ) -> Box<dyn outcore::runtime::ProgressBar> {
+        if label.starts_with("supersteps") {
+            if let Some(started) = self.started.lock().unwrap().take() {
+                started.send(()).unwrap();
+                self.go.lock().unwrap().recv().unwrap();
+            }
+        }
+        outcore::runtime::Progress::start(&NoProgress, label, total, unit)
+    }
+    fn note(&self, _: &str) {}
+}
+
+/// A 2-rank pr job that checkpoints every 2 supersteps, its rank 0 reporting to `progress`.
+fn checkpointing_pr(
+    g: &TestGraph,
+    progress: Option<Arc<dyn outcore::runtime::Progress>>,
+) -> outcore::Result<AlgorithmResult> {
+    let p = params(g, "pr");
+    let outcomes = InProcessTransport::run(2, |t| {
+        let options = RunOptions {
+            engine: EngineKind::Pregel,
+            memory: MemoryBudget::new(64 << 20),
+            pregel: PregelOptions { checkpoint_every: Some(2), ..PregelOptions::default() },
+            ..RunOptions::default()
+        };
+        let mut runner = Runner::new(&g.store, options).with_transport(Arc::new(t.clone()));
+        if let (Some(progress), 0) = (&progress, t.rank()) {
+            runner = runner.with_progress(progress.clone());
+        }
+        run_algorithm(&runner, "pr", &p)
+    })?;
+    Ok(outcomes.into_iter().next().unwrap())
+}
+
+#[test]
+fn a_running_job_holds_its_partition_so_a_repartition_or_drop_is_refused_until_it_ends() {
+    let g = rmat();
+    let budget = MemoryBudget::new(64 << 20);
+    partition::partition(&g.store, 2, false, budget, &NoProgress, &CancelToken::new()).unwrap();
+    let description = partition::partition_dir(&g.store, 2, false).join("partition.json");
+    let p = params(&g, "pr");
+    let want = inmem(&g.store, "pr", &p);
+    let (started, started_rx) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let pause =
+        Arc::new(PauseAtSupersteps { started: std::sync::Mutex::new(Some(started)), go: std::sync::Mutex::new(go_rx) });
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| checkpointing_pr(&g, Some(pause.clone())));
+        started_rx.recv().unwrap();
+        let before = std::fs::read(&description).unwrap();
+        let refused = partition::partition(&g.store, 2, false, budget, &NoProgress, &CancelToken::new()).unwrap_err();
+        assert!(refused.to_string().contains("parts-2") && refused.to_string().contains("being read"), "{refused}");
+        let refused = outcore::engine::layouts::drop_layout(&g.store, "parts-2").unwrap_err();
+        assert!(refused.to_string().contains("being read by a running pregel job"), "{refused}");
+        assert_eq!(std::fs::read(&description).unwrap(), before, "the partition changed under the run");
+        // A second job writing checkpoints into the same rank directories is refused; one that
+        // only reads the partition runs beside the first.
+        let refused = checkpointing_pr(&g, None).unwrap_err();
+        assert!(refused.to_string().contains("writing checkpoints into parts-2"), "{refused}");
+        let (beside, _) = pregel(&g.store, 2, false, 4096, "pr", &p).unwrap();
+        assert_same("pr", &want, &beside, "a job beside the held one");
+        go.send(()).unwrap();
+        assert_same("pr", &want, &running.join().unwrap().unwrap(), "the job that held its partition");
+    });
+    // Nobody holds it any more: it is replaced and dropped.
+    partition::partition(&g.store, 2, false, budget, &NoProgress, &CancelToken::new()).unwrap();
+    outcore::engine::layouts::drop_layout(&g.store, "parts-2").unwrap();
+    assert!(!partition::partition_dir(&g.store, 2, false).exists());
+}

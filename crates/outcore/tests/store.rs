@@ -176,3 +176,38 @@ fn a_reader_keeps_its_generation_while_an_import_replaces_the_store_and_it_is_re
     assert_eq!(generations_in(&path), ["gen-2"]);
     fresh.verify().unwrap();
 }
+
+#[test]
+fn a_generation_left_unpublished_by_a_killed_commit_is_removed_on_open_unless_a_commit_is_under_way() {
+    use outcore::store::{generation, FileLock};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g");
+    build_in_memory(&path, &small_graph(true)).unwrap();
+    let reader = Store::open(&path).unwrap();
+    build_in_memory(&path, &small_graph(false)).unwrap();
+    // The state a commit killed between its rename of gen-2 and its write of CURRENT leaves.
+    std::fs::write(path.join(generation::CURRENT_FILE), "gen-1\n").unwrap();
+    assert_eq!(generations_in(&path), ["gen-1", "gen-2"]);
+
+    // While a commit holds WRITER.lock, gen-2 may be the one it is publishing: it stays.
+    let writer = FileLock::exclusive(&path.join(generation::WRITER_LOCK)).unwrap();
+    drop(reader);
+    let during = Store::open(&path).unwrap();
+    assert_eq!(during.generation(), Some("gen-1"));
+    assert_eq!(generations_in(&path), ["gen-1", "gen-2"]);
+    drop(during);
+    assert_eq!(generations_in(&path), ["gen-1", "gen-2"]);
+
+    // Nobody commits: the next open removes it and reads what CURRENT names.
+    drop(writer);
+    let after = Store::open(&path).unwrap();
+    assert_eq!(generations_in(&path), ["gen-1"]);
+    assert!(after.is_directed());
+    after.verify().unwrap();
+    assert!(std::fs::read_dir(&path).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().starts_with('.')));
+    drop(after);
+    // The next import publishes gen-2 again.
+    build_in_memory(&path, &small_graph(false)).unwrap();
+    assert_eq!(generations_in(&path), ["gen-2"]);
+    assert!(!Store::open(&path).unwrap().is_directed());
+}

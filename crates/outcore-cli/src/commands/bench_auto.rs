@@ -69,7 +69,7 @@ pub fn run(args: AutoBenchArgs) -> anyhow::Result<()> {
     for budget in args.budgets.split(',') {
         for algorithm in &algorithms {
             let Some(row) = matrix.iter().find(|r| r.name == algorithm) else {
-                anyhow::bail!("unknown algorithm {algorithm}");
+                anyhow::bail!(outcore::Error::invalid(format!("unknown algorithm {algorithm}")));
             };
             let mut runs = Vec::new();
             for (engine, runs_it) in &row.engines {

@@ -238,7 +238,9 @@ pub fn run(args: BenchCacheArgs) -> anyhow::Result<()> {
                     "bfs" => json!({ "source": hub }),
                     "diameter" => json!({ "source": hub, "sweeps": args.sweeps, "seed": args.seed }),
                     "bc" | "msbfs" => json!({ "sources": bc_sources }),
-                    other => bail!("the cache benchmark runs bfs, diameter, bc or msbfs, not {other}"),
+                    other => bail!(outcore::Error::invalid(format!(
+                        "the cache benchmark runs bfs, diameter, bc or msbfs, not {other}"
+                    ))),
                 };
                 let mut best: Option<Value> = None;
                 let mut times = Vec::new();

@@ -360,6 +360,11 @@ fn run_with(
             ranks: args.ranks,
         },
     };
+    if !outcore::store::blocks::CHECKED && !args.quiet {
+        eprintln!(
+            "warning: this build does not verify block checksums (feature unchecked-blocks, for measurement only)"
+        );
+    }
     let store = Store::open(&args.store)?;
     let runner = Runner::new(&store, options)
         .with_progress(Arc::new(TerminalProgress::new(args.quiet && !args.explain)))
@@ -392,12 +397,13 @@ fn run_with(
     write_result(runner.store(), &result, &target, format)?;
     if !args.quiet {
         eprintln!(
-            "{} on {}: {:.2} s, {} iterations, {} read, peak RSS {} (budget {})",
+            "{} on {}: {:.2} s, {} iterations, {} read ({} checksum-verified), peak RSS {} (budget {})",
             args.algorithm,
             stats.engine,
             stats.wall_seconds,
             stats.iterations,
             format_size(stats.bytes_read),
+            format_size(stats.bytes_verified),
             format_size(stats.peak_rss_bytes),
             format_size(stats.memory_budget_bytes)
         );

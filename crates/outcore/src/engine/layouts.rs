@@ -123,6 +123,9 @@ fn remove_partition(store: &Store, name: &str) -> Result<()> {
     if !dir.exists() {
         return Err(Error::invalid(format!("{} has no partition {name}", store.root().display())));
     }
+    let Some(_removing) = store.try_replace_layout(name)? else {
+        return Err(parts::in_use_error(store, name));
+    };
     let aside = store.path(&format!(".{name}.removed-{}", std::process::id()));
     std::fs::rename(&dir, &aside).context(|| format!("moving {} aside", dir.display()))?;
     std::fs::remove_dir_all(&aside).context(|| format!("removing {}", aside.display()))

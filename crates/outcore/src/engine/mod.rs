@@ -149,6 +149,9 @@ pub struct RunStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub read_requests: u64,
+    /// Bytes of store files (and derived layouts) whose block checksums this run verified, each
+    /// block once per run (`store::blocks`); 0 in a build with the `unchecked-blocks` feature.
+    pub bytes_verified: u64,
     pub peak_rss_bytes: u64,
     /// The plan of the engine that ran (memory by part, expected bytes and seconds).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -634,6 +637,7 @@ impl Runner {
         stats.bytes_read = io.bytes_read;
         stats.bytes_written = io.bytes_written;
         stats.read_requests = io.read_requests;
+        stats.bytes_verified = io.bytes_verified;
         stats.peak_rss_bytes = peak_rss_bytes();
         stats
     }

@@ -15,6 +15,7 @@ struct Counters {
     bytes_written: AtomicU64,
     read_requests: AtomicU64,
     write_requests: AtomicU64,
+    bytes_verified: AtomicU64,
 }
 
 /// A point-in-time copy of the counters.
@@ -24,6 +25,8 @@ pub struct IoSnapshot {
     pub bytes_written: u64,
     pub read_requests: u64,
     pub write_requests: u64,
+    /// Bytes of store files whose block checksums were verified (`store::blocks`).
+    pub bytes_verified: u64,
 }
 
 impl IoSnapshot {
@@ -34,6 +37,7 @@ impl IoSnapshot {
             bytes_written: self.bytes_written - earlier.bytes_written,
             read_requests: self.read_requests - earlier.read_requests,
             write_requests: self.write_requests - earlier.write_requests,
+            bytes_verified: self.bytes_verified - earlier.bytes_verified,
         }
     }
 }
@@ -53,12 +57,18 @@ impl IoCounters {
         self.0.write_requests.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts bytes of store files checked against their block checksums.
+    pub fn record_verified(&self, bytes: u64) {
+        self.0.bytes_verified.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     pub fn snapshot(&self) -> IoSnapshot {
         IoSnapshot {
             bytes_read: self.0.bytes_read.load(Ordering::Relaxed),
             bytes_written: self.0.bytes_written.load(Ordering::Relaxed),
             read_requests: self.0.read_requests.load(Ordering::Relaxed),
             write_requests: self.0.write_requests.load(Ordering::Relaxed),
+            bytes_verified: self.0.bytes_verified.load(Ordering::Relaxed),
         }
     }
 }

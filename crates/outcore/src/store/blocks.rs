@@ -16,6 +16,15 @@
 //! first open of each file in a process reads it whole, checks its CRC-32 against the manifest
 //! and derives the block table in memory, so the same guarantee holds at the cost of one extra
 //! pass over each file a run uses. Re-importing the store adds the sidecars.
+//!
+//! What a run verified is counted ([`IoCounters::record_verified`], `bytes_verified` in the
+//! run's stats), so tests can assert that a run checked what it read.
+//!
+//! The cargo feature `unchecked-blocks` turns [`FileChecks::verify`] into a no-op at compile
+//! time (sidecars are still written, loaded and their own checksums checked; `info --verify`
+//! still checks every file whole). It exists only to measure what the checks cost
+//! (`scripts/bench-checksums.sh` builds the release binary with and without it) and must never
+//! be enabled in a shipped build: with it, a flipped byte in a store gives wrong results.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -24,6 +33,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::manifest::FileEntry;
 use crate::error::{Error, Result};
+use crate::runtime::IoCounters;
+
+/// Whether reads are verified against block checksums (false only in measurement builds with
+/// the `unchecked-blocks` feature, see the module docs).
+pub const CHECKED: bool = !cfg!(feature = "unchecked-blocks");
 
 /// Bytes covered by one block checksum.
 pub const BLOCK_BYTES: u64 = 64 << 10;
@@ -88,19 +102,24 @@ pub struct FileChecks {
     len: u64,
     crcs: Vec<u32>,
     verified: Vec<AtomicU64>,
+    /// Where the bytes verified are counted.
+    counters: IoCounters,
 }
 
 impl FileChecks {
     /// Loads the checks of the store file `path` described by `entry`: from its sidecar, or for
     /// a store without sidecars by reading the whole file (checked against the manifest CRC-32).
-    pub fn load(path: &Path, entry: &FileEntry) -> Result<FileChecks> {
+    /// Bytes verified later are counted in `counters`.
+    pub fn load(path: &Path, entry: &FileEntry, counters: IoCounters) -> Result<FileChecks> {
         let file = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
         let blocks = entry.bytes.div_ceil(BLOCK_BYTES) as usize;
         let verified = (0..blocks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-        let mut checks = FileChecks { path: path.to_path_buf(), file, len: entry.bytes, crcs: Vec::new(), verified };
+        let mut checks =
+            FileChecks { path: path.to_path_buf(), file, len: entry.bytes, crcs: Vec::new(), verified, counters };
         match entry.blocks_crc32c {
             Some(expected) => checks.crcs = read_sidecar(path, blocks, expected)?,
-            None => checks.derive_from_whole_file(entry.crc32)?,
+            None if CHECKED => checks.derive_from_whole_file(entry.crc32)?,
+            None => {}
         }
         Ok(checks)
     }
@@ -128,6 +147,7 @@ impl FileChecks {
         }
         self.crcs = blocks.finish();
         self.verified.iter().for_each(|w| w.store(u64::MAX, Ordering::Relaxed));
+        self.counters.record_verified(self.len);
         Ok(())
     }
 
@@ -149,7 +169,7 @@ impl FileChecks {
     /// wholly inside `bytes` are checked from them; a block `bytes` covers only in part is read
     /// whole once. Each block is checked once per open store.
     pub fn verify(&self, bytes: &[u8], offset: u64) -> Result<()> {
-        if bytes.is_empty() {
+        if bytes.is_empty() || !CHECKED {
             return Ok(());
         }
         let end = offset + bytes.len() as u64;
@@ -179,7 +199,11 @@ impl FileChecks {
                     ),
                 ));
             }
-            self.verified[block / 64].fetch_or(1 << (block % 64), Ordering::Relaxed);
+            let before = self.verified[block / 64].fetch_or(1 << (block % 64), Ordering::Relaxed);
+            // Two threads may check one block at once: it is counted once.
+            if before & (1 << (block % 64)) == 0 {
+                self.counters.record_verified(stop - start);
+            }
         }
         Ok(())
     }
@@ -205,7 +229,8 @@ fn read_sidecar(path: &Path, blocks: usize, expected: u32) -> Result<Vec<u32>> {
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
 }
 
-#[cfg(test)]
+// The tests check verification, which measurement builds turn off.
+#[cfg(all(test, not(feature = "unchecked-blocks")))]
 mod tests {
     use super::*;
 
@@ -224,13 +249,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..(3 * BLOCK_BYTES + 100)).map(|i| (i * 7 % 251) as u8).collect();
         let (path, entry) = write(dir.path(), &data);
-        let checks = FileChecks::load(&path, &entry).unwrap();
+        let counters = IoCounters::new();
+        let checks = FileChecks::load(&path, &entry, counters.clone()).unwrap();
         checks.verify(&data[10..20], 10).unwrap();
+        assert_eq!(counters.snapshot().bytes_verified, BLOCK_BYTES);
         checks.verify(&data, 0).unwrap();
+        // Every block counted once, the short last one by its length.
+        assert_eq!(counters.snapshot().bytes_verified, data.len() as u64);
         let mut bad = data.clone();
         bad[2 * BLOCK_BYTES as usize + 5] ^= 1;
         std::fs::write(&path, &bad).unwrap();
-        let fresh = FileChecks::load(&path, &entry).unwrap();
+        let fresh = FileChecks::load(&path, &entry, IoCounters::new()).unwrap();
         // A partial read of the block is checked through a whole-block re-read.
         let at = 2 * BLOCK_BYTES + 1000;
         let err = fresh.verify(&bad[at as usize..at as usize + 8], at).unwrap_err().to_string();
@@ -238,7 +267,10 @@ mod tests {
         // Blocks 0, 1 and 3 are good; the old-store path finds the whole-file mismatch.
         fresh.verify(&bad[..2 * BLOCK_BYTES as usize], 0).unwrap();
         let old = FileEntry { blocks_crc32c: None, ..entry };
-        assert!(FileChecks::load(&path, &old).unwrap_err().to_string().contains("checksum mismatch"));
+        assert!(FileChecks::load(&path, &old, IoCounters::new())
+            .unwrap_err()
+            .to_string()
+            .contains("checksum mismatch"));
     }
 
     #[test]
@@ -250,8 +282,8 @@ mod tests {
         let mut s = std::fs::read(&side).unwrap();
         s[0] ^= 0x40;
         std::fs::write(&side, &s).unwrap();
-        assert!(FileChecks::load(&path, &entry).is_err());
+        assert!(FileChecks::load(&path, &entry, IoCounters::new()).is_err());
         std::fs::write(&side, &s[..4]).unwrap();
-        assert!(FileChecks::load(&path, &entry).is_err());
+        assert!(FileChecks::load(&path, &entry, IoCounters::new()).is_err());
     }
 }

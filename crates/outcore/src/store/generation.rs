@@ -19,6 +19,12 @@
 //! reader closes the store, or at the next open of the store. Only generations older than the
 //! current one are retired, so a generation being committed is never touched.
 //!
+//! A commit killed between renaming its generation into place and replacing `CURRENT` leaves
+//! a `gen-M` newer than the one `CURRENT` names, complete but never published: no reader ever
+//! opened it (readers only open what `CURRENT` names). The next open removes it, but only while
+//! it holds `WRITER.lock` itself, so a live commit (which holds that lock from its rename to
+//! its write of `CURRENT`) never loses the generation it is publishing.
+//!
 //! Stores written before generations (a `manifest.json` directly in the directory) still open;
 //! an import over one replaces it by a generational store in one rename swap.
 
@@ -124,13 +130,14 @@ pub fn commit(root: &Path, work: &Path) -> Result<PathBuf> {
 }
 
 /// Retires (renames aside, then deletes) every generation older than the current one that no
-/// process holds; returns their names. Generations someone reads stay.
+/// process holds, and the unpublished generations of killed commits ([`remove_unpublished`]);
+/// returns their names. Generations someone reads stay.
 pub fn retire_unused(root: &Path) -> Result<Vec<String>> {
     if !is_generational(root) {
         return Ok(Vec::new());
     }
     let current_number = generation_number(&current(root)?).unwrap_or(0);
-    let mut retired = Vec::new();
+    let mut retired = remove_unpublished(root, current_number)?;
     for (name, number) in generations(root)? {
         if number >= current_number {
             continue;
@@ -150,6 +157,34 @@ pub fn retire_unused(root: &Path) -> Result<Vec<String>> {
         retired.push(name);
     }
     Ok(retired)
+}
+
+/// Removes the generations newer than `CURRENT` (see the module docs) when no commit is under
+/// way; returns their names. `seen_current` is the number `CURRENT` named a moment ago.
+pub fn remove_unpublished(root: &Path, seen_current: u64) -> Result<Vec<String>> {
+    if generations(root)?.iter().all(|(_, n)| *n <= seen_current) {
+        return Ok(Vec::new());
+    }
+    // A commit between its rename and its write of CURRENT holds this lock: leave it alone.
+    let Some(_writer) = FileLock::try_exclusive(&root.join(WRITER_LOCK), Create::Yes)? else {
+        return Ok(Vec::new());
+    };
+    let current_number = generation_number(&current(root)?).unwrap_or(0);
+    let mut removed = Vec::new();
+    for (name, number) in generations(root)? {
+        if number <= current_number {
+            continue;
+        }
+        // Nobody opens a generation CURRENT never named; a held LOCK is respected all the same.
+        let dir = root.join(&name);
+        let held = FileLock::try_exclusive(&dir.join(LOCK_FILE), Create::No)?;
+        if held.is_none() && dir.join(LOCK_FILE).exists() {
+            continue;
+        }
+        remove_aside(root, &name)?;
+        removed.push(name);
+    }
+    Ok(removed)
 }
 
 /// Renames `root/name` to `.name.retired-PID` (readers then no longer find it) and deletes it.

@@ -167,7 +167,7 @@ impl Store {
         // Files with block checksums are verified block by block as they are read; only old
         // stores' small files are checked whole on open.
         if full {
-            FileChecks::load(&path, entry)?;
+            FileChecks::load(&path, entry, self.counters.clone())?;
         }
         if full || (entry.blocks_crc32c.is_none() && entry.bytes <= QUICK_VERIFY_LIMIT) {
             let crc = files::crc32_of_file(&path)?;
@@ -245,6 +245,24 @@ impl Store {
         FileLock::exclusive(&self.dir.join("BUILD.lock"))
     }
 
+    /// A run's shared hold on the derived layout `name` (`tmp/NAME.lock`) for as long as it reads
+    /// the layout: waits while a replacement or drop of the layout is under way, and keeps new
+    /// ones from starting ([`try_replace_layout`](Self::try_replace_layout)).
+    pub fn hold_layout(&self, name: &str) -> Result<FileLock> {
+        let path = self.layout_lock_path(name)?;
+        Ok(FileLock::shared(&path, lock::Create::Yes)?.expect("a lock file that is created"))
+    }
+
+    /// The exclusive hold on the derived layout `name` that a replacement or drop needs, or
+    /// `None` (never waits) while a run holds it ([`hold_layout`](Self::hold_layout)).
+    pub fn try_replace_layout(&self, name: &str) -> Result<Option<FileLock>> {
+        FileLock::try_exclusive(&self.layout_lock_path(name)?, lock::Create::Yes)
+    }
+
+    fn layout_lock_path(&self, name: &str) -> Result<PathBuf> {
+        Ok(self.temp_dir()?.join(format!("{}.lock", name.replace('/', "_"))))
+    }
+
     /// The manifest as it is on disk now (another process may have added a layout since).
     pub fn reopen(&self) -> Result<Store> {
         let mut fresh = Store::open_with(&self.dir, self.counters.clone())?;
@@ -266,8 +284,10 @@ impl Store {
     }
 
     /// The same store with reads counted in other counters (one set per run).
+    /// The store with reads counted in `counters` and block checks of its own (a run verifies
+    /// and counts each block it reads once, whatever other clones did before).
     pub fn with_counters(&self, counters: IoCounters) -> Store {
-        Store { counters, ..self.clone() }
+        Store { counters, checks: Default::default(), ..self.clone() }
     }
 
     pub fn num_vertices(&self) -> u64 {
@@ -307,7 +327,7 @@ impl Store {
         if let Some(c) = self.checks.lock().unwrap().get(rel) {
             return Ok(Some(c.clone()));
         }
-        let loaded = Arc::new(FileChecks::load(&self.dir.join(rel), entry)?);
+        let loaded = Arc::new(FileChecks::load(&self.dir.join(rel), entry, self.counters.clone())?);
         Ok(Some(self.checks.lock().unwrap().entry(rel.to_string()).or_insert(loaded).clone()))
     }
 

@@ -335,35 +335,18 @@ fn build_locked(
 /// A run's hold on a layout (an advisory file lock in the store's `tmp/`): shared while a query
 /// reads the layout, exclusive (and only if free at once) while it is removed.
 pub struct LayoutLock {
-    _file: std::fs::File,
+    _lock: crate::store::FileLock,
 }
 
 impl LayoutLock {
-    fn open(store: &Store, name: &str) -> Result<std::fs::File> {
-        let path = store.temp_dir()?.join(format!("{name}.lock"));
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .context(|| format!("opening {}", path.display()))
-    }
-
     /// Waits until no removal of `name` is under way and keeps it from starting.
     pub fn shared(store: &Store, name: &str) -> Result<LayoutLock> {
-        let file = Self::open(store, name)?;
-        file.lock_shared().context(|| format!("locking layout {name}"))?;
-        Ok(LayoutLock { _file: file })
+        Ok(LayoutLock { _lock: store.hold_layout(name)? })
     }
 
     /// The exclusive hold, or `None` when a run holds the layout.
     pub fn exclusive_if_free(store: &Store, name: &str) -> Result<Option<LayoutLock>> {
-        let file = Self::open(store, name)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(LayoutLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(format!("locking layout {name}"), e)),
-        }
+        Ok(store.try_replace_layout(name)?.map(|lock| LayoutLock { _lock: lock }))
     }
 }
 

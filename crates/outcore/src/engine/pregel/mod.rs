@@ -86,11 +86,39 @@ impl Default for PregelOptions {
 }
 
 fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result<T>) -> Result<T> {
-    let run = |t: &dyn Transport| ensure_partition(runner, t).and_then(|()| run(t));
+    let run = |t: &dyn Transport| {
+        partition::check_same_generation(runner.store(), t)?;
+        ensure_partition(runner, t)?;
+        // Held until the run ends: no re-partition or drop replaces the files ranks read.
+        let name = partition::layout_name(t.ranks(), runner.options().pregel.recoded);
+        let _reading = runner.store().hold_layout(&name)?;
+        let _checkpoints = claim_checkpoints(runner, t, &name)?;
+        run(t)
+    };
     match runner.transport() {
         Some(t) => run(t.as_ref()),
         None => run(&InProcessTransport::single()),
     }
+}
+
+/// A run that writes or reads checkpoints (inside the partition's rank directories) is the
+/// only one doing so on that partition: rank 0 takes `NAME.checkpoints` exclusively, or every
+/// rank fails with the reason.
+fn claim_checkpoints(runner: &Runner, t: &dyn Transport, name: &str) -> Result<Option<crate::store::FileLock>> {
+    let options = &runner.options().pregel;
+    if options.checkpoint_every.is_none() && !options.resume {
+        return Ok(None);
+    }
+    let held = if t.rank() == 0 { runner.store().try_replace_layout(&format!("{name}.checkpoints"))? } else { None };
+    let free = t.broadcast(0, vec![(t.rank() != 0 || held.is_some()) as u8])?;
+    if free.first() != Some(&1) {
+        return Err(crate::error::Error::invalid(format!(
+            "another pregel job is writing checkpoints into {name} of {}; run this one when it has finished \
+             (or without --checkpoint-every/--resume)",
+            runner.store().root().display()
+        )));
+    }
+    Ok(held)
 }
 
 /// Builds the partition this run needs when the store has none (or a stale one), as every

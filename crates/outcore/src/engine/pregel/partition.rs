@@ -39,6 +39,15 @@
 //! MPI the front end aborts the world), and rank 0 removes the temporary directory, so nothing
 //! half-written looks valid. The ranks must see the store directory at the same path (one
 //! machine, or a shared file system).
+//!
+//! # Locks
+//! A pregel run holds the partition it reads ([`Store::hold_layout`], a shared lock per rank
+//! process) from before it opens `partition.json` until it ends, and the store generation too
+//! (every rank checks that all ranks opened the same one, [`check_same_generation`]), so
+//! neither an import nor a re-partition changes files under a running rank: an import commits
+//! a new generation beside the one the run reads, and a re-partition (or `layout drop`) of a
+//! partition a run holds is refused with a message saying so, at the start of the job and again
+//! when it would install the new partition (under the build lock, [`Store::lock_builds`]).
 
 use std::path::{Path, PathBuf};
 
@@ -83,10 +92,19 @@ pub struct RankPart {
 }
 
 impl RankPart {
-    /// The block checks of the rank's file `name` in `dir` (None for older partitions).
-    pub fn checks(&self, dir: &Path, name: &str) -> Result<Option<std::sync::Arc<crate::store::FileChecks>>> {
+    /// The block checks of the rank's file `name` in `dir` (None for older partitions); what
+    /// they verify is counted in `counters`.
+    pub fn checks(
+        &self,
+        dir: &Path,
+        name: &str,
+        counters: &crate::runtime::IoCounters,
+    ) -> Result<Option<std::sync::Arc<crate::store::FileChecks>>> {
         match self.files.get(name) {
-            Some(entry) => Ok(Some(std::sync::Arc::new(crate::store::FileChecks::load(&dir.join(name), entry)?))),
+            Some(entry) => {
+                let checks = crate::store::FileChecks::load(&dir.join(name), entry, counters.clone())?;
+                Ok(Some(std::sync::Arc::new(checks)))
+            }
             None => Ok(None),
         }
     }
@@ -120,9 +138,45 @@ impl PartitionInfo {
     }
 }
 
+/// The layout name of the partition into `ranks` ranks (`parts-W[-recoded]`).
+pub fn layout_name(ranks: usize, recoded: bool) -> String {
+    if recoded {
+        format!("parts-{ranks}-recoded")
+    } else {
+        format!("parts-{ranks}")
+    }
+}
+
 /// The directory of the partition of `store` into `ranks` ranks.
 pub fn partition_dir(store: &Store, ranks: usize, recoded: bool) -> PathBuf {
-    store.dir().join(if recoded { format!("parts-{ranks}-recoded") } else { format!("parts-{ranks}") })
+    store.dir().join(layout_name(ranks, recoded))
+}
+
+/// The error for a replacement or drop of a partition that a run is reading.
+pub fn in_use_error(store: &Store, name: &str) -> Error {
+    Error::invalid(format!(
+        "{name} of {} is being read by a running pregel job; replace or drop it once the job has finished",
+        store.root().display()
+    ))
+}
+
+/// Every rank of a job must read the same store generation (each rank process opens the store
+/// itself; an import committed between two opens would give them different ones).
+pub fn check_same_generation(store: &Store, t: &dyn Transport) -> Result<()> {
+    let mine = store.generation().unwrap_or_default().to_string();
+    let all = t.all_gather(mine.clone().into_bytes())?;
+    match all.iter().position(|g| *g != mine.as_bytes()) {
+        None => Ok(()),
+        Some(rank) => Err(Error::store(
+            store.root(),
+            format!(
+                "the ranks opened different generations ({mine} on rank {}, {} on rank {rank}): an import \
+                 replaced the store while the job started; start it again",
+                t.rank(),
+                String::from_utf8_lossy(&all[rank])
+            ),
+        )),
+    }
 }
 
 /// The directory of rank `rank` inside a partition directory.
@@ -234,12 +288,20 @@ fn check_ranks(ranks: usize) -> Result<()> {
 pub fn partition_rank(job: &PartitionJob<'_>, t: &dyn Transport) -> Result<RankOutcome> {
     let (store, rank, ranks) = (job.store, t.rank(), t.ranks());
     check_ranks(ranks)?;
+    check_same_generation(store, t)?;
     let plan = RankMemory::plan(job, ranks)?;
-    // One temporary name for the whole job, chosen by rank 0.
-    let nonce = t.broadcast(0, std::process::id().to_le_bytes().to_vec())?;
-    let nonce = u32::from_le_bytes(nonce.get(..4).and_then(|b| b.try_into().ok()).unwrap_or_default());
+    let name = layout_name(ranks, job.recoded);
     let target = partition_dir(store, ranks, job.recoded);
-    let name = target.file_name().expect("a partition directory has a name").to_string_lossy().to_string();
+    // One temporary name for the whole job, chosen by rank 0, which also says whether a run
+    // holds the partition this job would replace (then no rank starts).
+    let mut start = std::process::id().to_le_bytes().to_vec();
+    if rank == 0 && target.exists() && store.try_replace_layout(&name)?.is_none() {
+        start.clear();
+    }
+    let start = t.broadcast(0, start)?;
+    let Some(nonce) = start.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes) else {
+        return Err(in_use_error(store, &name));
+    };
     let tmp = store.dir().join(format!(".{name}.tmp-{nonce}"));
     let outcome =
         build_rank(job, &plan, t, &tmp).and_then(|(part, figures)| publish(job, t, &tmp, &target, part, figures));
@@ -335,11 +397,10 @@ fn build_rank(
         progress: job.progress,
         cancel: job.cancel,
     };
-    recoding.run(&mut figures)?;
+    let files = recoding.run(&mut figures)?;
     std::fs::remove_dir_all(&scratch).context(|| format!("removing {}", scratch.display()))?;
-    // The recoded files are new: the basic files' checksum entries do not describe them (the
-    // recoding job records none yet, so recoded partitions are not block-checked).
-    Ok((RankPart { files: Default::default(), ..basic }, figures))
+    // The recoded files are new: their own checksum entries replace the basic files'.
+    Ok((RankPart { files, ..basic }, figures))
 }
 
 /// Where a rank writes its basic partition before recoding it.
@@ -399,8 +460,11 @@ fn install(store: &Store, info: &PartitionInfo, tmp: &Path, target: &Path) -> Re
     crate::store::files::write_atomic(&tmp.join(DESCRIPTION_FILE), &json)
         .context(|| format!("writing {}", tmp.join(DESCRIPTION_FILE).display()))?;
     let _building = store.lock_builds()?;
-    let old =
-        store.dir().join(format!(".{}.old-{}", target.file_name().unwrap().to_string_lossy(), std::process::id()));
+    let name = target.file_name().expect("a partition directory has a name").to_string_lossy().to_string();
+    let Some(_replacing) = store.try_replace_layout(&name)? else {
+        return Err(in_use_error(store, &name));
+    };
+    let old = store.dir().join(format!(".{name}.old-{}", std::process::id()));
     if target.exists() {
         std::fs::rename(target, &old).context(|| format!("moving aside {}", target.display()))?;
     }

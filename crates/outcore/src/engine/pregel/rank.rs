@@ -404,7 +404,7 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
     if bytes.len() as u64 != info.parts[rank].vertices * VERTEX_RECORD_BYTES {
         return Err(Error::store(&path, "vertex file does not match partition.json"));
     }
-    if let Some(checks) = info.parts[rank].checks(dir, "vertices")? {
+    if let Some(checks) = info.parts[rank].checks(dir, "vertices", counters)? {
         checks.verify(&bytes, 0)?;
     }
     Ok(bytes
@@ -664,9 +664,13 @@ fn compute_unit<S: StepProgram>(
     let t = settings.transport;
     let (rank, ranks) = (t.rank(), t.ranks());
     let counters = runner.store().counters().clone();
+    // The block checks of the edge streams, loaded once: each block is verified once per run,
+    // not once per superstep that reads it.
+    let checks_of = |name: &str| info.parts[rank].checks(rank_dir, name, &counters);
+    let (out_checks, in_checks) = (checks_of("edges-out")?, if info.directed { checks_of("edges-in")? } else { None });
     let open = |name: &str| {
-        let path = rank_dir.join(name);
-        EdgeStream::open_checked(&path, counters.clone(), info.parts[rank].checks(rank_dir, name)?)
+        let checks = if name == "edges-out" { out_checks.clone() } else { in_checks.clone() };
+        EdgeStream::open_checked(&rank_dir.join(name), counters.clone(), checks)
     };
     let mut halted = vec![false; vertices.len()];
     let mut previous = Totals::new(program.aggregate_width());

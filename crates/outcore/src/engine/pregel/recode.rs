@@ -99,6 +99,9 @@ impl SortRecord for Answer {
 }
 
 /// One rank's recoding: reads its basic files in `basic_dir`, writes the recoded ones to `out_dir`.
+/// The recoded files of a rank: name in its directory → size and checksums.
+pub(super) type RecodedFiles = std::collections::BTreeMap<String, crate::store::FileEntry>;
+
 pub(super) struct RecodeRank<'a> {
     pub transport: &'a dyn Transport,
     pub basic_dir: &'a Path,
@@ -113,8 +116,9 @@ pub(super) struct RecodeRank<'a> {
 }
 
 impl RecodeRank<'_> {
-    /// Runs the three supersteps (see the module docs).
-    pub fn run(&self, figures: &mut RankFigures) -> Result<()> {
+    /// Runs the three supersteps (see the module docs); returns the size and checksums of each
+    /// recoded file, by name, for `partition.json` (reads of them are block-checked).
+    pub fn run(&self, figures: &mut RankFigures) -> Result<RecodedFiles> {
         let t = self.transport;
         let sort = |label: &str| {
             let config = SortConfig::new(
@@ -141,7 +145,7 @@ impl RecodeRank<'_> {
             let answers = scope.spawn(move || {
                 receive(t, [TAG_ANSWERS, TAG_ANSWER_ACKS], answers, |_, arc, new_name| Answer { arc, new_name })
             });
-            let steps = |figures: &mut RankFigures| -> Result<()> {
+            let steps = |figures: &mut RankFigures| -> Result<RecodedFiles> {
                 figures.requests_sent = self.ask(bar.as_ref())?;
                 let requests = joined(requests)?.finish()?;
                 figures.sort_runs_spilled += requests.stats().runs_spilled;
@@ -252,7 +256,8 @@ impl RecodeRank<'_> {
     }
 
     /// Superstep 3: the recoded vertex file and edge streams.
-    fn rewrite(&self, mut answers: SortedStream<Answer>, bar: &dyn ProgressBar) -> Result<()> {
+    fn rewrite(&self, mut answers: SortedStream<Answer>, bar: &dyn ProgressBar) -> Result<RecodedFiles> {
+        let mut files = RecodedFiles::new();
         let t = self.transport;
         let (rank, ranks) = (t.rank() as u64, t.ranks() as u64);
         let mut chunk = Vec::new();
@@ -268,7 +273,7 @@ impl RecodeRank<'_> {
             }
             out.write_all(&chunk)?;
         }
-        out.finish()?;
+        files.insert("vertices".into(), out.finish()?);
 
         let arc_bytes = self.arc_bytes();
         let mut arc = 0u64;
@@ -292,7 +297,7 @@ impl RecodeRank<'_> {
                 left -= take;
                 bar.inc(take);
             }
-            out.finish()?;
+            files.insert(file.into(), out.finish()?);
         }
         if answers.next_record()?.is_some() {
             return Err(Error::Remote {
@@ -300,7 +305,7 @@ impl RecodeRank<'_> {
                 message: format!("rank {rank} got more answers than it has arcs ({arc})"),
             });
         }
-        Ok(())
+        Ok(files)
     }
 }
 
