@@ -607,9 +607,10 @@ def import_edges(
     weight_col: Optional[str] = None,
     progress: ProgressArg = None,
 ) -> Graph:
-    """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
-    detected) into a store within ``memory`` and returns the Graph. ``src_col``/``dst_col``/
-    ``weight_col`` name the columns of a CSV file with a header."""
+    """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary, Parquet;
+    gzip/zstd detected) into a store within ``memory`` and returns the Graph, natively (as
+    ``outcore import`` does). ``src_col``/``dst_col``/``weight_col`` name the columns of a CSV
+    file with a header or of a Parquet file."""
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     with native_errors():
         _native.import_edges(
