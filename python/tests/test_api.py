@@ -253,6 +253,52 @@ def test_result_report_draws_runs_side_by_side(tmp_path):
         inmem.report(tmp_path / "no-such-dir" / "r.html")
 
 
+def _charts(markup):
+    """The chart elements of a plot's markup, each as its text."""
+    return [c.split("</svg>")[0] for c in markup.split('<svg class="chart"')[1:]]
+
+
+def test_result_plot_renders_the_report_charts_inline(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    g = outcore.generate_rmat(8, path=tmp_path / "g", progress=False)
+    inmem = g.pagerank(iterations=5, engine="inmem", progress=False)
+    stream = g.pagerank(iterations=5, engine="stream", memory="16MiB", progress=False)
+    plot = inmem.plot(stream)
+    assert plot.num_charts == 2 * 4 + 2 and "10 charts" in repr(plot)
+    for markup in (plot._repr_html_(), plot._repr_svg_()):
+        charts = _charts(markup)
+        assert len(charts) == 10
+        for chart in charts:
+            assert "no per-iteration figures" not in chart and '<g class="series"' in chart
+        # Lines have a dot per iteration; time bars share one scale per row, so the fast inmem
+        # run's bars may be thinner than a pixel beside the stream run's: one of them shows.
+        lines = [c for c in charts if 'data-metric="time"' not in c]
+        assert len(lines) == 8 and all(c.count("<circle ") >= 5 for c in lines)
+        assert any("<rect " in c for c in charts if 'data-metric="time"' in c)
+    assert plot._repr_html_().startswith('<div class="outcore-report">') and "<script" not in plot.html
+    root = ET.fromstring(plot._repr_svg_())  # a well-formed standalone SVG document
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}svg")) == 10
+    svg_file, page = plot.save(tmp_path / "p.svg"), plot.save(tmp_path / "p.html")
+    assert open(svg_file, encoding="utf-8").read() == plot.svg
+    assert open(page, encoding="utf-8").read().count('<svg class="chart"') == 10
+    with pytest.raises(outcore.OutcoreError, match="p.png"):
+        plot.save(tmp_path / "p.png")
+
+
+def test_result_plot_of_a_one_iteration_run():
+    g = outcore.Graph.from_edges([1, 2, 3], [2, 3, 1])
+    result = g.pagerank(iterations=1, engine="inmem", progress=False)
+    assert len(result.stats["per_iteration"]) == 1
+    plot = result.plot()
+    assert plot.num_charts == 4
+    for chart in _charts(plot.html):
+        assert "no per-iteration figures" not in chart
+        # One bar, or one dot on each line.
+        assert chart.count("<rect ") == 1 or chart.count("<circle ") >= 1
+
+
 def test_katz_equals_networkx(tmp_path):
     nx = pytest.importorskip("networkx")
     G = nx.karate_club_graph()

@@ -157,3 +157,47 @@ def test_an_error_in_a_later_chunk_is_raised_as_itself_and_leaves_no_store(tmp_p
     with pytest.raises(outcore.InputError, match="non-negative"):
         outcore.Graph.from_edges(table, store=tmp_path / "g", memory="4MiB")
     assert not (tmp_path / "g").exists()
+
+
+def _all_edges(g):
+    """Every edge of a store as sorted (src, dst, weight) triples."""
+    out = []
+    for s, d, w in g.edges():
+        weights = w.tolist() if w is not None else [None] * len(s)
+        out.extend(zip(list(s), list(d), weights))
+    return sorted(out, key=lambda e: (str(e[0]), str(e[1]), e[2] or 0))
+
+
+def test_cli_imports_parquet_written_by_pyarrow_like_the_same_text(tmp_path):
+    import subprocess
+    import sys
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(7)
+    u = rng.integers(0, 500, 3000, dtype=np.int64)
+    v = rng.integers(0, 500, 3000).astype(np.uint32)
+    w = rng.random(3000)
+    table = pa.table({"note": pa.array(["x"] * 3000), "u": u, "v": v, "w": w})
+    pq.write_table(table, tmp_path / "e.parquet", row_group_size=700)
+    (tmp_path / "e.txt").write_text("".join(f"{a} {b} {float(c)!r}\n" for a, b, c in zip(u, v, w)))
+    cli = lambda *args: subprocess.run([sys.executable, "-m", "outcore", "import", *args, "--quiet"],
+                                       capture_output=True, text=True)
+    done = cli(str(tmp_path / "e.parquet"), "--store", str(tmp_path / "p"), "--src-col", "u", "--dst-col", "v",
+               "--weight-col", "w", "--memory", "16MiB")
+    assert done.returncode == 0, done.stderr
+    assert cli(str(tmp_path / "e.txt"), "--store", str(tmp_path / "t"), "--weighted").returncode == 0
+    from_parquet, from_text = outcore.open(tmp_path / "p"), outcore.open(tmp_path / "t")
+    assert from_parquet.num_edges == 3000 and from_parquet.weighted
+    assert _all_edges(from_parquet) == _all_edges(from_text)
+
+    # String ids (--ids string), and errors naming the file and the column.
+    names = pa.table({"a": ["ann", "bob", "cy"], "b": ["bob", "cy", "ann"]})
+    pq.write_table(names, tmp_path / "n.parquet")
+    assert cli(str(tmp_path / "n.parquet"), "--store", str(tmp_path / "n"), "--ids", "string").returncode == 0
+    assert _all_edges(outcore.open(tmp_path / "n")) == [("ann", "bob", None), ("bob", "cy", None), ("cy", "ann", None)]
+    refused = cli(str(tmp_path / "n.parquet"), "--store", str(tmp_path / "x"))
+    assert refused.returncode != 0 and "n.parquet" in refused.stderr and "column 'a'" in refused.stderr
+    assert "--ids string" in refused.stderr
+    missing = cli(str(tmp_path / "e.parquet"), "--store", str(tmp_path / "x"), "--src-col", "source")
+    assert missing.returncode != 0 and "e.parquet" in missing.stderr and "--src-col 'source'" in missing.stderr

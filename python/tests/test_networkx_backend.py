@@ -202,3 +202,30 @@ def test_bfs_tree_functions_give_a_breadth_first_tree(directed_graph):
     assert limited == [(u, v) for u, v in edges if depth[v] <= 2]
     with pytest.raises(NotImplementedError):
         list(nx.bfs_edges(G, source, sort_neighbors=sorted, backend="outcore"))
+
+
+def test_conversion_streams_edges_in_bounded_numpy_chunks(tmp_path):
+    from outcore import networkx_backend as backend
+
+    G = nx.gnm_random_graph(3000, 20000, seed=5, directed=True)
+    G.add_node("lonely")
+    for k, (u, v) in enumerate(G.edges):
+        G[u][v]["w"] = 1.0 + k % 7
+    index = {node: i for i, node in enumerate(G)}
+    chunks = list(backend._NxEdgeChunks(G, index, "w", 1.0, 4096).chunks())
+    assert [len(s) for s, _, _ in chunks] == [4096] * 4 + [20000 - 4 * 4096]
+    assert all(s.dtype == np.uint64 and w.dtype == np.float64 for s, _, w in chunks)
+    nodes = list(G)
+    got = {(nodes[int(s)], nodes[int(d)]): float(w) for c in chunks for s, d, w in zip(*c)}
+    assert got == {(u, v): d["w"] for u, v, d in G.edges(data=True)}
+
+    # Through networkx with a small budget (chunks of 4096 edges): the same distances.
+    previous = nx.config.backends.outcore.memory
+    nx.config.backends.outcore.memory = "4MiB"
+    try:
+        store = backend.BackendInterface.convert_from_nx(G, edge_attrs={"w": 1.0})
+        assert (store.num_vertices, store.num_edges, store.weighted, store.unit_weights) == (3001, 20000, True, False)
+        _close(nx.single_source_dijkstra_path_length(G, 0, weight="w", backend="outcore"),
+               nx.single_source_dijkstra_path_length(G, 0, weight="w"))
+    finally:
+        nx.config.backends.outcore.memory = previous

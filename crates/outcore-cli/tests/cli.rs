@@ -204,6 +204,52 @@ fn parquet_output_by_extension() {
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
 }
 
+/// `outcore import` reads Parquet natively: a result file the CLI wrote (vertex → component,
+/// UINT_64 columns) imports to the same store as the same pairs from text; a null in a column
+/// (unreachable BFS depths) is an error naming the file, the row and the column.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_import_equals_the_same_edges_from_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    ok(&["generate", "rmat", "--scale", "8", "--seed", "5", "--output", &p("g.el")]);
+    ok(&["import", &p("g.el"), "--store", &p("s"), "--quiet"]);
+    ok(&["run", "wcc", "--store", &p("s"), "-o", &p("wcc.parquet"), "-q"]);
+    ok(&["run", "wcc", "--store", &p("s"), "-o", &p("wcc.txt"), "-q"]);
+    let stats = p("import.json");
+    let common = ["--memory", "16MiB", "--quiet"];
+    let parquet = [&p("wcc.parquet"), "--store", &p("from-parquet"), "--src-col", "vertex", "--dst-col", "1"];
+    ok(&[&["import"], &parquet[..], &common[..], &["--stats-json", &stats]].concat());
+    ok(&[&["import", &p("wcc.txt"), "--store", &p("from-text")], &common[..]].concat());
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert!(report.to_string().contains("Parquet (source 'vertex', target 'component'"), "{report}");
+    let info = |store: &str| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_str(&ok(&["info", "--store", &p(store), "--json"])).unwrap();
+        serde_json::json!([v["vertices"], v["edges"]])
+    };
+    assert_eq!(info("from-parquet"), info("from-text"));
+    assert!(info("from-parquet")[1].as_u64().unwrap() > 200);
+    for store in ["from-parquet", "from-text"] {
+        ok(&["run", "pr", "--store", &p(store), "--engine", "inmem", "-q", "-o", &p(&format!("{store}.txt"))]);
+    }
+    let pr = |store: &str| std::fs::read_to_string(p(&format!("{store}.txt"))).unwrap();
+    assert_eq!(pr("from-parquet"), pr("from-text"));
+
+    // BFS depths: nullable INT64, null where unreachable.
+    let first = std::fs::read_to_string(p("g.el")).unwrap();
+    let source = first.split_whitespace().next().unwrap().to_string();
+    ok(&["run", "bfs", "--store", &p("s"), "--source", &source, "-o", &p("bfs.parquet"), "-q"]);
+    let out = outcore(&["import", &p("bfs.parquet"), "--store", &p("bad"), "--dst-col", "depth", "--quiet"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("bfs.parquet") && stderr.contains("column 'depth' is null"),
+        "{stderr}"
+    );
+    let out = outcore(&["import", &p("wcc.parquet"), "--store", &p("bad"), "--src-col", "rank", "--quiet"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("wcc.parquet") && stderr.contains("--src-col 'rank'"), "{stderr}");
+}
+
 #[test]
 fn partition_runs_its_ranks_in_process_and_the_recoded_pregel_run_equals_inmem() {
     let dir = tempfile::tempdir().unwrap();

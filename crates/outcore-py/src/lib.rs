@@ -638,13 +638,27 @@ fn vertices<'py>(py: Python<'py>, store: PathBuf) -> PyResult<Bound<'py, PyAny>>
 /// `(label, stats JSON text)` pairs: one run, or several side by side (`outcore::run_report`).
 #[pyfunction]
 fn run_report(stats: Vec<(String, String)>, output: PathBuf) -> PyResult<()> {
-    use outcore::run_report::{write_html, ReportRun, RunFile};
-    let runs = stats
+    outcore::run_report::write_html(&report_runs(&stats)?, &output).map_err(to_py_err)
+}
+
+/// The same report for a notebook (`Result.plot()`): `(fragment, svg)`, the page's content as
+/// one `<div>` with its style scoped to it, and the charts as one standalone SVG document.
+#[pyfunction]
+fn run_report_render(stats: Vec<(String, String)>) -> PyResult<(String, String)> {
+    let runs = report_runs(&stats)?;
+    if runs.is_empty() {
+        return Err(to_py_err(outcore::Error::invalid("a run report needs at least one run")));
+    }
+    Ok((outcore::run_report::render_fragment(&runs), outcore::run_report::render_svg(&runs)))
+}
+
+fn report_runs(stats: &[(String, String)]) -> PyResult<Vec<outcore::run_report::ReportRun>> {
+    use outcore::run_report::{ReportRun, RunFile};
+    stats
         .iter()
         .map(|(label, text)| Ok(ReportRun { label: label.clone(), run: RunFile::parse(Path::new(label), text)? }))
         .collect::<outcore::Result<Vec<_>>>()
-        .map_err(to_py_err)?;
-    write_html(&runs, &output).map_err(to_py_err)
+        .map_err(to_py_err)
 }
 
 /// The algorithms the library offers: list of (name, description).
@@ -674,6 +688,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_class::<stream::EdgeReader>()?;
     m.add_function(wrap_pyfunction!(run_report, m)?)?;
+    m.add_function(wrap_pyfunction!(run_report_render, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -996,3 +996,190 @@ fn parallel_chunks_give_the_records_and_line_numbers_of_a_single_thread() {
         assert_eq!(parallel.pairs(), expected);
     }
 }
+
+// ---------------------------------------------------------------- parquet
+
+/// Parquet edge tables written with the parquet crate's column writers (the writer the
+/// library's result output uses), read back through detection and the Parquet reader.
+#[cfg(feature = "parquet")]
+mod parquet_tables {
+    use std::sync::Arc;
+
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, FloatType, Int32Type, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+
+    use super::*;
+
+    /// One column of a test table: values and, for an optional column, definition levels.
+    enum Col {
+        I64(Vec<i64>),
+        I32(Vec<i32>),
+        F64(Vec<f64>),
+        F32(Vec<f32>),
+        Text(Vec<&'static str>),
+        /// Optional INT64: `None` is a null.
+        NullableI64(Vec<Option<i64>>),
+    }
+
+    /// Writes `schema` with `columns` in row groups of `group_rows` rows.
+    fn write_table(path: &Path, schema: &str, columns: &[Col], group_rows: usize) {
+        let schema = Arc::new(parse_message_type(schema).expect("schema"));
+        let props = Arc::new(WriterProperties::builder().set_compression(parquet::basic::Compression::SNAPPY).build());
+        let mut writer = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, props).unwrap();
+        let rows = match &columns[0] {
+            Col::I64(v) => v.len(),
+            Col::I32(v) => v.len(),
+            Col::Text(v) => v.len(),
+            _ => panic!("first column of a test table: ids"),
+        };
+        for start in (0..rows).step_by(group_rows) {
+            let range = start..(start + group_rows).min(rows);
+            let mut group = writer.next_row_group().unwrap();
+            for col in columns {
+                let mut column = group.next_column().unwrap().expect("schema has the column");
+                let r = range.clone();
+                match col {
+                    Col::I64(v) => column.typed::<Int64Type>().write_batch(&v[r], None, None),
+                    Col::I32(v) => column.typed::<Int32Type>().write_batch(&v[r], None, None),
+                    Col::F64(v) => column.typed::<DoubleType>().write_batch(&v[r], None, None),
+                    Col::F32(v) => column.typed::<FloatType>().write_batch(&v[r], None, None),
+                    Col::Text(v) => {
+                        let bytes: Vec<ByteArray> = v[r].iter().map(|s| ByteArray::from(*s)).collect();
+                        column.typed::<ByteArrayType>().write_batch(&bytes, None, None)
+                    }
+                    Col::NullableI64(v) => {
+                        let levels: Vec<i16> = v[r.clone()].iter().map(|x| x.is_some() as i16).collect();
+                        let values: Vec<i64> = v[r].iter().flatten().copied().collect();
+                        column.typed::<Int64Type>().write_batch(&values, Some(&levels), None)
+                    }
+                }
+                .unwrap();
+                column.close().unwrap();
+            }
+            group.close().unwrap();
+        }
+        writer.close().unwrap();
+    }
+
+    /// 1000 edges, a few per row group, u64 ids (UINT_64, the top bit set for one) and weights.
+    fn sample(dir: &Path, name: &str) -> (PathBuf, Vec<(u64, u64, Option<f64>)>) {
+        let edges: Vec<(u64, u64, f64)> =
+            (0..1000u64).map(|i| ((i * 7919) % 1009, (i * 104_729 + 3) % 997, (i % 13) as f64 * 0.5)).collect();
+        let mut src: Vec<i64> = edges.iter().map(|e| e.0 as i64).collect();
+        src[5] = u64::MAX as i64; // the largest u64 id, stored in INT64's bits
+        let path = dir.join(name);
+        write_table(
+            &path,
+            "message edges { required int64 from (INTEGER(64,false)); required int64 to (INTEGER(64,false)); \
+             required double weight; required binary note (STRING); }",
+            &[
+                Col::I64(src),
+                Col::I64(edges.iter().map(|e| e.1 as i64).collect()),
+                Col::F64(edges.iter().map(|e| e.2).collect()),
+                Col::Text(vec!["x"; 1000]),
+            ],
+            128,
+        );
+        let mut expected: Vec<_> = edges.iter().map(|&(s, d, w)| (s, d, Some(w))).collect();
+        expected[5].0 = u64::MAX;
+        (path, expected)
+    }
+
+    #[test]
+    fn parquet_edges_stream_in_row_groups_with_weights() {
+        let dir = tempdir();
+        let (path, expected) = sample(dir.path(), "edges.parquet");
+        let parsed = parse_one(&path);
+        assert_eq!(parsed.edges(), expected);
+        assert_eq!(parsed.info.weighted, Some(true));
+        assert_contains(
+            &parsed.info.format_description,
+            &["Parquet", "source 'from'", "target 'to'", "weight 'weight'", "1000 rows in 8 row groups", ".parquet"],
+        );
+        // Progress counts the row groups' compressed bytes: some, and no more than the file.
+        assert!(parsed.bytes_consumed > 0 && parsed.bytes_consumed <= std::fs::metadata(&path).unwrap().len());
+        // Unweighted on request; columns by name or index; detection from the magic bytes.
+        let unweighted = parse(&[path.clone()], &ImportOptions { weighted: Some(false), ..options() });
+        assert!(unweighted.edges().iter().all(|e| e.2.is_none()));
+        let renamed =
+            std::fs::copy(&path, dir.path().join("edges.data")).map(|_| dir.path().join("edges.data")).unwrap();
+        let by_index = ImportOptions { src_col: Some("1".into()), dst_col: Some("FROM".into()), ..options() };
+        let swapped = parse(&[renamed], &by_index);
+        assert_contains(&swapped.info.format_description, &["PAR1"]);
+        let flipped: Vec<_> = expected.iter().map(|&(s, d, w)| (d, s, w)).collect();
+        assert_eq!(swapped.edges(), flipped);
+    }
+
+    #[test]
+    fn parquet_string_and_int32_ids() {
+        let dir = tempdir();
+        let path = dir.path().join("names.parquet");
+        write_table(
+            &path,
+            "message e { required binary a (STRING); required int32 b; required float w; }",
+            &[Col::Text(vec!["alice", "bob", "carol"]), Col::I32(vec![7, 8, 9]), Col::F32(vec![0.5, 1.5, 2.0])],
+            2,
+        );
+        // Weights asked for: the third column, as in CSV (it is not named `weight`).
+        let strings = ImportOptions { ids: IdType::String, weighted: Some(true), ..options() };
+        let parsed = parse(&[path.clone()], &strings);
+        let got: Vec<_> = parsed
+            .records
+            .iter()
+            .map(|r| match r {
+                InputRecord::Edge { src: RawId::Str(s), dst: RawId::Str(d), weight } => (s.clone(), d.clone(), *weight),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("alice".into(), "7".into(), Some(0.5)),
+                ("bob".into(), "8".into(), Some(1.5)),
+                ("carol".into(), "9".into(), Some(2.0))
+            ]
+        );
+        // String ids in u64 mode are refused up front, naming the column and the fix.
+        assert_contains(
+            &error_of(&[path], &options()),
+            &["names.parquet", "column 'a'", "holds strings", "--ids string"],
+        );
+    }
+
+    #[test]
+    fn parquet_bad_columns_and_values_name_the_file_and_column() {
+        let dir = tempdir();
+        let (path, _) = sample(dir.path(), "edges.parquet");
+        let missing = ImportOptions { dst_col: Some("target".into()), ..options() };
+        assert_contains(&error_of(&[path.clone()], &missing), &["edges.parquet", "--dst-col 'target'", "'from', 'to'"]);
+        let float_ids = ImportOptions { dst_col: Some("weight".into()), ..options() };
+        assert_contains(
+            &error_of(&[path.clone()], &float_ids),
+            &["edges.parquet", "column 'weight'", "floating-point"],
+        );
+        let text_weight = ImportOptions { weight_col: Some("note".into()), ..options() };
+        assert_contains(&error_of(&[path], &text_weight), &["column 'note'", "weights", "must be numbers"]);
+
+        let bad = dir.path().join("bad.parquet");
+        write_table(
+            &bad,
+            "message e { required int32 s; optional int64 d; }",
+            &[Col::I32(vec![1, -4, 3, 5]), Col::NullableI64(vec![Some(2), Some(3), None, Some(6)])],
+            3,
+        );
+        assert_contains(
+            &error_of(&[bad.clone()], &options()),
+            &["bad.parquet", "row 2", "column 's'", "negative id -4"],
+        );
+        let skip = ImportOptions { skip_bad_lines: true, ..options() };
+        let parsed = parse(&[bad], &skip);
+        assert_eq!(parsed.pairs(), [(1, 2), (5, 6)]);
+        assert_eq!(parsed.skipped.0, 2);
+        assert!(parsed.skipped.1[1].contains("row 3: column 'd' is null"), "{:?}", parsed.skipped.1);
+
+        let fake = write(dir.path(), "fake.parquet", b"1 2\n2 3\n");
+        assert_contains(&error_of(&[fake], &options()), &["fake.parquet", "not a readable Parquet file"]);
+    }
+}

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _inputs, _native
+from . import _inputs, _native, _plot
 from . import _progress as _progress_mod
 from ._progress import ProgressArg
 from ._errors import InvalidParameter, StoreError, native_errors
@@ -101,11 +101,19 @@ class Result:
         >>> g.pagerank(engine="inmem", progress=False).report(page) == page
         True
         """
-        results = (self,) + others
-        engines = [r.stats.get("engine", "?") for r in results]
-        labels = [e if engines.count(e) == 1 else f"{e} #{k + 1}" for k, e in enumerate(engines)]
-        _native.run_report([(label, json.dumps(r.stats)) for label, r in zip(labels, results)], os.fspath(path))
+        _native.run_report(_plot.labelled([r.stats for r in (self,) + others]), os.fspath(path))
         return os.fspath(path)
+
+    def plot(self, *others: "Result") -> "_plot.RunPlot":
+        """The run's per-iteration charts (those of :meth:`report`) for a notebook: Jupyter
+        shows them inline (SVG, no network, no matplotlib); ``.save("run.svg")`` or
+        ``.save("run.html")`` writes them. ``others`` are drawn beside this run and compared.
+
+        >>> g = Graph.from_edges([1, 2, 3], [2, 3, 1])
+        >>> g.pagerank(iterations=3, engine="inmem", progress=False).plot().num_charts
+        4
+        """
+        return _plot.RunPlot([r.stats for r in (self,) + others])
 
 
 def _nullable(pd: Any, kind: str, column: np.ndarray) -> Any:
@@ -599,9 +607,10 @@ def import_edges(
     weight_col: Optional[str] = None,
     progress: ProgressArg = None,
 ) -> Graph:
-    """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd
-    detected) into a store within ``memory`` and returns the Graph. ``src_col``/``dst_col``/
-    ``weight_col`` name the columns of a CSV file with a header."""
+    """Imports edge files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary, Parquet;
+    gzip/zstd detected) into a store within ``memory`` and returns the Graph, natively (as
+    ``outcore import`` does). ``src_col``/``dst_col``/``weight_col`` name the columns of a CSV
+    file with a header or of a Parquet file."""
     paths: List[str] = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     with native_errors():
         _native.import_edges(

@@ -66,13 +66,15 @@ adapter is added to :data:`ADAPTERS`.
 from __future__ import annotations
 
 import inspect
+import itertools
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional
 
 import numpy as np
 
-from . import _native
-from ._graph import Graph
+from . import _inputs, _native
+from ._errors import native_errors
+from ._graph import Graph, _memory
 
 BACKEND = "outcore"
 
@@ -256,6 +258,40 @@ def _need_nodes(G: Any, what: str) -> None:
         raise _nx().NetworkXPointlessConcept(what)
 
 
+def _config_memory() -> Any:
+    """The budget of conversions: ``nx.config.backends.outcore.memory`` (None: the default)."""
+    config = getattr(_nx().config.backends, BACKEND, None)
+    return None if config is None else config.get("memory")
+
+
+class _NxEdgeChunks:
+    """A networkx graph's edges as the importer's chunks: numpy arrays of ``chunk`` dense ids
+    (node positions) and weights, filled from ``G.edges`` one chunk at a time, so a conversion
+    holds one chunk of edges beside ``G`` rather than every edge as Python lists. Records on
+    the way whether every weight is 1 (the engines then ignore the weights)."""
+
+    def __init__(self, G: Any, index: Dict[Any, int], weight: Optional[str], default: float, chunk: int):
+        self.G, self.index, self.weight, self.default, self.chunk = G, index, weight, default, chunk
+        self.unit_weights = True
+
+    def chunks(self) -> Iterable[tuple]:
+        index, weighted = self.index, self.weight is not None
+        if weighted:
+            rows = ((index[u], index[v], w) for u, v, w in self.G.edges(data=self.weight, default=self.default))
+        else:
+            rows = ((index[u], index[v]) for u, v in self.G.edges())
+        # One structured array per chunk, filled straight from the edge view: no Python list.
+        dtype = np.dtype([("src", np.uint64), ("dst", np.uint64)] + ([("w", np.float64)] if weighted else []))
+        while True:
+            block = np.fromiter(itertools.islice(rows, self.chunk), dtype=dtype)
+            if len(block) == 0:
+                return
+            w = np.ascontiguousarray(block["w"]) if weighted else None
+            if w is not None and self.unit_weights:
+                self.unit_weights = bool(np.all(w == 1.0))
+            yield np.ascontiguousarray(block["src"]), np.ascontiguousarray(block["dst"]), w
+
+
 class BackendInterface:
     """What networkx's dispatcher looks for (``convert_from_nx``, ``convert_to_nx``,
     ``can_run``, and one attribute per dispatched function)."""
@@ -271,26 +307,23 @@ class BackendInterface:
         nodes = list(G)
         if not nodes:
             return EmptyGraph(G.is_directed())
-        index = {node: i for i, node in enumerate(nodes)}
         weight = None
         if edge_attrs:
             weight = next(iter(edge_attrs))
         elif preserve_edge_attrs:
             weight = "weight"
-        src, dst, w = [], [], []
-        for u, v, data in G.edges(data=True):
-            src.append(index[u])
-            dst.append(index[v])
-            if weight is not None:
-                default = (edge_attrs or {}).get(weight, 1.0)
-                w.append(float(data.get(weight, 1.0 if default is None else default)))
+        default = (edge_attrs or {}).get(weight, 1.0) if weight is not None else 1.0
+        memory = _config_memory()
+        edges = _NxEdgeChunks(G, {node: i for i, node in enumerate(nodes)}, weight,
+                              1.0 if default is None else float(default), _inputs.chunk_edges(memory))
         keep = tempfile.TemporaryDirectory(prefix="outcore-nx-")
         path = keep.name + "/store"
-        _native.from_edges(
-            src, dst, path, weights=w if weight is not None else None, directed=G.is_directed(),
-            vertices=list(range(len(nodes))),
-        )
-        return NxStore(path, nodes, G.is_directed(), weight, keep, unit_weights=all(x == 1.0 for x in w))
+        with native_errors():
+            _native.import_chunks(
+                edges.chunks(), path, weight is not None, directed=G.is_directed(), memory=_memory(memory),
+                vertices=np.arange(len(nodes), dtype=np.uint64), total_edges=G.number_of_edges(),
+            )
+        return NxStore(path, nodes, G.is_directed(), weight, keep, unit_weights=edges.unit_weights)
 
     @staticmethod
     def convert_to_nx(result, *, name=None):
@@ -994,4 +1027,6 @@ def get_info() -> Dict[str, Any]:
         "package": "outcore",
         "short_summary": "Out-of-core graph analytics: graphs larger than memory.",
         "functions": {name: {"url": None} for name in DISPATCHED},
+        # nx.config.backends.outcore.memory: the budget of converting a networkx graph.
+        "default_config": {"memory": None},
     }

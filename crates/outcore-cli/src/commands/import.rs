@@ -12,14 +12,16 @@ use crate::progress::TerminalProgress;
 #[derive(Args)]
 pub struct ImportArgs {
     /// Input files: edge lists (SNAP/TSV), CSV, Matrix Market, Graphalytics (.properties or
-    /// .v + .e), raw binary pairs; gzip or zstd compressed inputs are detected.
+    /// .v + .e), raw binary pairs, Parquet (.parquet or PAR1 magic); gzip or zstd compressed
+    /// inputs are detected.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// The store directory to create (replaced only once the new store is complete).
     #[arg(long)]
     store: PathBuf,
-    /// auto, edgelist, csv, mtx, graphalytics, bin32, bin64, points (k-means: one point
-    /// `x_1 ... x_d` per line; point i gets an arc i -> j of weight x_j).
+    /// auto, edgelist, csv, mtx, graphalytics, bin32, bin64, parquet (edge columns of a
+    /// Parquet table, chosen with --src-col/--dst-col/--weight-col), points (k-means: one
+    /// point `x_1 ... x_d` per line; point i gets an arc i -> j of weight x_j).
     #[arg(long, default_value = "auto")]
     format: String,
     /// Memory budget for the whole import (default: a quarter of RAM), e.g. 1GiB.
@@ -48,13 +50,13 @@ pub struct ImportArgs {
     /// Count, skip and report malformed lines instead of stopping at the first.
     #[arg(long)]
     skip_bad_lines: bool,
-    /// CSV source column (name or 0-based index).
+    /// CSV or Parquet source column (name or 0-based index).
     #[arg(long)]
     src_col: Option<String>,
-    /// CSV target column (name or 0-based index).
+    /// CSV or Parquet target column (name or 0-based index).
     #[arg(long)]
     dst_col: Option<String>,
-    /// CSV weight column (name or 0-based index).
+    /// CSV or Parquet weight column (name or 0-based index).
     #[arg(long)]
     weight_col: Option<String>,
     /// Write the import report as JSON to this file.

@@ -3,7 +3,8 @@
 //! ```text
 //! inputs --parse--> InputRecord batches --(pipeline: external sorts)--> id map + csr-out + csr-in
 //! ```
-//! * [`parse`] turns files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary; gzip/zstd) into
+//! * [`parse`] turns files (SNAP/TSV, CSV, Matrix Market, Graphalytics, binary, Parquet;
+//!   gzip/zstd) into
 //!   [`InputRecord`]s, naming file and line in every error.
 //! * [`extsort`] is a generic external merge sort whose runs are sized from the memory budget.
 //! * [`pipeline`] maps original ids to dense ids by sort-merge joins (never a hash map of all
@@ -41,11 +42,13 @@ pub enum InputFormat {
     Bin64,
     /// Points for k-means, one `x_1 ... x_d` per line: point i gets an arc i -> j of weight x_j.
     Points,
+    /// A Parquet table; columns chosen like CSV's (needs the `parquet` feature).
+    Parquet,
 }
 
 impl InputFormat {
     pub const NAMES: &'static [&'static str] =
-        &["auto", "edgelist", "csv", "mtx", "graphalytics", "bin32", "bin64", "points"];
+        &["auto", "edgelist", "csv", "mtx", "graphalytics", "bin32", "bin64", "points", "parquet"];
 
     pub fn parse(name: &str) -> Result<InputFormat> {
         Ok(match name {
@@ -57,6 +60,7 @@ impl InputFormat {
             "bin32" => InputFormat::Bin32,
             "bin64" => InputFormat::Bin64,
             "points" => InputFormat::Points,
+            "parquet" => InputFormat::Parquet,
             other => {
                 return Err(crate::Error::invalid(format!(
                     "unknown input format '{other}' (available: {})",
@@ -84,7 +88,7 @@ pub struct ImportOptions {
     pub memory: MemoryBudget,
     /// Count, skip and report malformed lines instead of failing on the first.
     pub skip_bad_lines: bool,
-    /// CSV column names (or 0-based indices as text).
+    /// CSV and Parquet column names (or 0-based indices as text).
     pub src_col: Option<String>,
     pub dst_col: Option<String>,
     pub weight_col: Option<String>,

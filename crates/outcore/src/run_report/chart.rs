@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use super::html::escape;
 
-const WIDTH: f64 = 440.0;
-const HEIGHT: f64 = 230.0;
+pub(super) const WIDTH: f64 = 440.0;
+pub(super) const HEIGHT: f64 = 230.0;
 const LEFT: f64 = 72.0;
 const RIGHT: f64 = 14.0;
 const TOP: f64 = 12.0;
@@ -85,11 +85,21 @@ impl Chart {
         self.series.iter().map(|s| s.values.len()).max().unwrap_or(0)
     }
 
-    /// The chart as an `<svg>` element drawn on `scale`.
+    /// The chart as an `<svg>` element drawn on `scale`, sized by the page around it.
     pub fn render(&self, scale: Scale) -> String {
+        self.render_with(scale, "")
+    }
+
+    /// The chart as an `<svg>` element nested in a larger SVG document, its top left corner at
+    /// (`x`, `y`) and drawn at its natural size.
+    pub fn render_at(&self, scale: Scale, x: f64, y: f64) -> String {
+        self.render_with(scale, &format!(" x=\"{x}\" y=\"{y}\" width=\"{WIDTH}\" height=\"{HEIGHT}\""))
+    }
+
+    fn render_with(&self, scale: Scale, placement: &str) -> String {
         let frame = Frame::new(scale, self.unit);
         let mut svg = format!(
-            "<svg class=\"chart\" data-metric=\"{}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">",
+            "<svg class=\"chart\" data-metric=\"{}\"{placement} viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">",
             self.metric,
             escape(&self.title)
         );

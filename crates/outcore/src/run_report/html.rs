@@ -11,8 +11,11 @@ use crate::runtime::format_size;
 /// Colours of runs in comparison charts and headings (cycled beyond eight runs).
 const RUN_COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}\
-table{border-collapse:collapse;font-size:13px;margin-bottom:12px}\
+/// The page's own rule; a fragment (for notebooks) must not restyle the page it lands in.
+const BODY_STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}";
+
+/// The rules of the report's parts, shared by the page and the fragment (scoped there).
+const PARTS_STYLE: &str = "table{border-collapse:collapse;font-size:13px;margin-bottom:12px}\
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\
 td.num{text-align:right;white-space:nowrap}th{background:#f3f3f3}\
 .grid{display:grid;gap:12px 20px;align-items:start}\
@@ -25,21 +28,53 @@ svg.chart{width:100%;height:auto;display:block}\
 pub fn render_html(runs: &[ReportRun]) -> String {
     let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(page, "<title>outcore run report: {}</title>", escape(&title(runs)));
-    let _ = write!(page, "<style>{STYLE}</style></head><body>");
+    let _ = write!(page, "<style>{BODY_STYLE}{PARTS_STYLE}</style></head><body>");
     let _ = write!(page, "<h1>outcore run report</h1><p>{}</p>", escape(&title(runs)));
-    page.push_str(&summary_table(runs));
-    page.push_str(&reasons(runs));
-    if runs.len() > 1 {
-        page.push_str("<h2>Comparison</h2>");
-        page.push_str(&chart_row(&comparison_charts(runs), 2));
-    }
-    page.push_str("<h2>Per iteration</h2>");
-    page.push_str(&per_run_grid(runs));
+    page.push_str(&report_parts(runs));
     page.push_str("</body></html>\n");
     page
 }
 
-fn title(runs: &[ReportRun]) -> String {
+/// The report as one `<div class="outcore-report">` to embed in another page (a Jupyter cell's
+/// output): the page's tables and charts, with its style scoped to the div so that the host
+/// page keeps its own look.
+pub fn render_fragment(runs: &[ReportRun]) -> String {
+    let mut div =
+        format!("<div class=\"{FRAGMENT_CLASS}\"><style>{}</style>", scoped_style(FRAGMENT_CLASS, PARTS_STYLE));
+    let _ = write!(div, "<p><b>outcore run report</b>: {}</p>", escape(&title(runs)));
+    div.push_str(&report_parts(runs));
+    div.push_str("</div>");
+    div
+}
+
+const FRAGMENT_CLASS: &str = "outcore-report";
+
+/// `rules` with every selector prefixed by `.class `, plus the page's font and colours on the
+/// div itself.
+fn scoped_style(class: &str, rules: &str) -> String {
+    let mut out = format!(".{class}{{font-family:system-ui,sans-serif;color:#222;background:#fff;padding:4px}}");
+    for rule in rules.split_inclusive('}') {
+        let Some((selectors, body)) = rule.split_once('{') else { continue };
+        let scoped: Vec<String> = selectors.split(',').map(|s| format!(".{class} {}", s.trim())).collect();
+        let _ = write!(out, "{}{{{body}", scoped.join(","));
+    }
+    out
+}
+
+/// What the page and the fragment share: the summary, the engine choices, the charts.
+fn report_parts(runs: &[ReportRun]) -> String {
+    let mut parts = summary_table(runs);
+    parts.push_str(&reasons(runs));
+    if runs.len() > 1 {
+        parts.push_str("<h2>Comparison</h2>");
+        parts.push_str(&chart_row(&comparison_charts(runs), 2));
+    }
+    parts.push_str("<h2>Per iteration</h2>");
+    parts.push_str(&per_run_grid(runs));
+    parts
+}
+
+pub(super) fn title(runs: &[ReportRun]) -> String {
     let labels: Vec<String> = runs
         .iter()
         .map(|r| format!("{} ({} on {})", r.label, or_unknown(&r.run.algorithm), or_unknown(&r.run.engine)))
@@ -47,7 +82,7 @@ fn title(runs: &[ReportRun]) -> String {
     labels.join(", ")
 }
 
-fn or_unknown(s: &str) -> &str {
+pub(super) fn or_unknown(s: &str) -> &str {
     if s.is_empty() {
         "?"
     } else {
@@ -129,7 +164,7 @@ fn reasons(runs: &[ReportRun]) -> String {
 }
 
 /// The four per-iteration charts of one run, in row order.
-fn run_charts(run: &RunFile) -> Vec<Chart> {
+pub(super) fn run_charts(run: &RunFile) -> Vec<Chart> {
     let its = run.iterations();
     let column = |f: fn(&super::IterationFigures) -> f64| its.iter().map(f).collect::<Vec<f64>>();
     let mut time = Vec::new();
@@ -172,7 +207,7 @@ fn run_charts(run: &RunFile) -> Vec<Chart> {
 }
 
 /// Cumulative time and bytes by iteration, one line per run.
-fn comparison_charts(runs: &[ReportRun]) -> Vec<Chart> {
+pub(super) fn comparison_charts(runs: &[ReportRun]) -> Vec<Chart> {
     let cumulative = |run: &RunFile, f: fn(&super::IterationFigures) -> f64| {
         run.iterations()
             .iter()
@@ -260,7 +295,7 @@ fn series(name: &str, color: &'static str, values: Vec<f64>) -> Series {
     Series { name: name.to_string(), color, values }
 }
 
-fn run_color(k: usize) -> &'static str {
+pub(super) fn run_color(k: usize) -> &'static str {
     RUN_COLORS[k % RUN_COLORS.len()]
 }
 

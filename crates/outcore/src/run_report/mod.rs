@@ -13,11 +13,19 @@
 //! field has a default, and engine-specific figures (the stream engine's compute / I/O wait
 //! split) are optional. `report.rs` is another thing: summaries of *results* (top vertices).
 //!
+//! The same report renders three ways: the page ([`render_html`], `outcore report`), a
+//! fragment with its style scoped to one `<div>` ([`render_fragment`], `Result.plot()` in a
+//! notebook, where a page's `body` style would restyle the notebook), and one standalone SVG
+//! document of the charts ([`render_svg`], a notebook's image output or a file). All three draw
+//! the same [`chart::Chart`]s, so there is one chart implementation.
+//!
 //! Parts: this file (the model and reading it), `chart.rs` (SVG charts: axes, stacked bars,
-//! lines), `html.rs` (the page: table, chart grid, escaping).
+//! lines), `html.rs` (the page and the fragment: table, chart grid, escaping), `svg.rs` (the
+//! charts as one SVG document).
 
 mod chart;
 mod html;
+mod svg;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +33,8 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
-pub use html::render_html;
+pub use html::{render_fragment, render_html};
+pub use svg::render_svg;
 
 /// One `--stats-json` file as the report reads it. Missing fields take their defaults.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -175,3 +175,43 @@ fn byte_axes_end_on_round_binary_sizes() {
         assert!(svg.contains(label), "{label} in {svg}");
     }
 }
+
+#[test]
+fn the_fragment_has_the_page_charts_and_scopes_its_style() {
+    let runs = [run("a", stream_stats(5)), run("b", inmem_stats(1))];
+    let (page, fragment) = (render_html(&runs), render_fragment(&runs));
+    assert!(fragment.starts_with("<div class=\"outcore-report\">") && fragment.ends_with("</div>"));
+    assert_eq!(count(&fragment, "<svg class=\"chart\""), count(&page, "<svg class=\"chart\""));
+    assert_eq!(count(&fragment, "<g class=\"series\""), count(&page, "<g class=\"series\""));
+    assert_eq!(count(&fragment, "<tr class=\"run\">"), 2);
+    let style = &fragment[fragment.find("<style>").unwrap() + 7..fragment.find("</style>").unwrap()];
+    // Every selector of every rule is under the div: nothing restyles the notebook around it.
+    for rule in style.split('}').filter(|r| !r.is_empty()) {
+        let selectors = &rule[..rule.find('{').unwrap()];
+        for s in selectors.split(',') {
+            assert!(s.starts_with(".outcore-report"), "unscoped selector {s:?} in {style}");
+        }
+    }
+    assert!(style.contains(".outcore-report svg.chart{"), "{style}");
+    assert!(!fragment.contains("<html") && !fragment.contains("<body"));
+}
+
+#[test]
+fn the_svg_document_is_standalone_and_places_every_chart() {
+    let one = render_svg(&[run("a", stream_stats(5))]);
+    assert!(one.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{}", &one[..80]);
+    assert_eq!(count(&one, "<svg class=\"chart\""), 4);
+    assert_eq!(count(&one, "<g class=\"series\""), 6);
+    let runs = [run("a", stream_stats(5)), run("<b>", inmem_stats(10)), run("c", stream_stats(1))];
+    let three = render_svg(&runs);
+    assert_eq!(count(&three, "<svg class=\"chart\""), 3 * 4 + 2);
+    assert_eq!(count(&three, "<g class=\"series\""), 6 + 5 + 6 + 3 + 3);
+    // Balanced elements (the document parses as XML) and no two charts in one place.
+    for (open, close) in [("<svg", "</svg>"), ("<g ", "</g>"), ("<text", "</text>")] {
+        assert_eq!(count(&three, open), count(&three, close), "{open}");
+    }
+    let places: std::collections::HashSet<&str> =
+        three.split("<svg class=\"chart\"").skip(1).map(|s| &s[..s.find(" viewBox").unwrap()]).collect();
+    assert_eq!(places.len(), 14, "{places:?}");
+    assert!(three.contains("&lt;b&gt;") && !three.contains("<b>"));
+}

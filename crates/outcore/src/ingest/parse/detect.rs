@@ -3,7 +3,8 @@
 //! Names are cheap but unreliable (`graph.txt` may be anything), content is reliable but only
 //! for some formats (a `%%MatrixMarket` banner is unmistakable, a binary file has NUL bytes, a
 //! CSV header has words where an edge list has numbers). So: extensions that only one format
-//! uses decide alone (`.properties`, `.v`, `.e`, `.bin32`, `.bin64`); a Matrix Market banner
+//! uses decide alone (`.properties`, `.v`, `.e`, `.bin32`, `.bin64`, `.parquet`); Parquet's
+//! `PAR1` magic bytes decide whatever the name; a Matrix Market banner
 //! wins over any name; otherwise the first data line decides between an edge list and a CSV
 //! header, and something that is neither is an error asking for `--format`, not a guess. The
 //! reason for every choice ends up in the format description the user sees.
@@ -69,6 +70,13 @@ fn is_csv_header(line: &[u8]) -> bool {
         && fields.iter().any(|f| f.as_ref().is_ok_and(|f| parse_u64(f).is_none()))
 }
 
+/// Does the file itself (not its decompressed content) start with Parquet's magic `PAR1`?
+fn has_parquet_magic(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok()
+        && &magic == b"PAR1"
+}
+
 pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
     let extension = logical_extension(path);
     match extension.as_str() {
@@ -76,7 +84,11 @@ pub(super) fn detect(path: &Path, opts: &ImportOptions) -> Result<Detection> {
         "v" | "e" => return chosen(InputFormat::Graphalytics, format!("detected from the .{extension} extension")),
         "bin32" => return chosen(InputFormat::Bin32, "detected from the .bin32 extension"),
         "bin64" => return chosen(InputFormat::Bin64, "detected from the .bin64 extension"),
+        "parquet" | "pq" => return chosen(InputFormat::Parquet, format!("detected from the .{extension} extension")),
         _ => {}
+    }
+    if has_parquet_magic(path) {
+        return chosen(InputFormat::Parquet, "detected from the PAR1 magic bytes");
     }
 
     let (sample, _) = read_head(path, SAMPLE_BYTES)?;

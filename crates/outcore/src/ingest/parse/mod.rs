@@ -2,7 +2,8 @@
 //!
 //! Graphs arrive in whatever format the tool that made them wrote: SNAP/TSV edge lists, CSV
 //! exports with a header, Matrix Market files from sparse-matrix collections, LDBC Graphalytics
-//! `.v`/`.e` pairs, raw binary id pairs; often gzip- or zstd-compressed. [`open_inputs`] looks
+//! `.v`/`.e` pairs, raw binary id pairs, Parquet tables (feature `parquet`); often gzip- or
+//! zstd-compressed. [`open_inputs`] looks
 //! at every input once (its name and its first bytes), decides how to read it and says why in
 //! [`InputInfo::format_description`], then returns a [`RecordSource`] that reads the inputs in
 //! order, one file at a time, in batches.
@@ -29,6 +30,8 @@ mod detect;
 mod edgelist;
 mod graphalytics;
 mod matrix_market;
+#[cfg(feature = "parquet")]
+mod parquet_file;
 mod points;
 mod text;
 
@@ -120,6 +123,9 @@ enum FileJob {
     Points {
         path: PathBuf,
     },
+    /// Edge columns of a Parquet file, read row group by row group.
+    #[cfg(feature = "parquet")]
+    Parquet(parquet_file::ParquetLayout),
 }
 
 impl FileJob {
@@ -131,10 +137,17 @@ impl FileJob {
             | FileJob::Binary { path, .. }
             | FileJob::Points { path } => path,
             FileJob::Csv(layout) => &layout.path,
+            #[cfg(feature = "parquet")]
+            FileJob::Parquet(layout) => &layout.path,
         }
     }
 
     fn open(&self, ids: IdType, bytes_read: &Arc<AtomicU64>) -> Result<Box<dyn FileParser>> {
+        #[cfg(feature = "parquet")]
+        if let FileJob::Parquet(layout) = self {
+            // Parquet needs its footer first: read from the file itself, not a byte stream.
+            return Ok(Box::new(parquet_file::ParquetParser::new(layout.clone(), ids, Arc::clone(bytes_read))?));
+        }
         let input = compress::InputStream::open(self.path(), Arc::clone(bytes_read))?;
         Ok(match self {
             FileJob::EdgeList { weight_field, .. } => {
@@ -147,6 +160,8 @@ impl FileJob {
             }
             FileJob::Binary { id_bytes, .. } => Box::new(binary::BinaryParser::new(input, ids, *id_bytes)),
             FileJob::Points { .. } => Box::new(points::PointsParser::new(input)?),
+            #[cfg(feature = "parquet")]
+            FileJob::Parquet(_) => unreachable!("Parquet files are opened above"),
         })
     }
 }
@@ -205,6 +220,15 @@ fn plan_input(index: usize, inputs: &[PathBuf], taken: &mut [bool], opts: &Impor
             Err(Error::invalid("the points format reads one input file (points are numbered 0, 1, ... in it)"))
         }
         InputFormat::Points => points::plan(path, opts, &reason),
+        #[cfg(feature = "parquet")]
+        InputFormat::Parquet => parquet_file::plan(path, opts, &reason),
+        #[cfg(not(feature = "parquet"))]
+        InputFormat::Parquet => Err(Error::input(
+            path,
+            None,
+            "this build of outcore reads no Parquet (it was built without the `parquet` feature); \
+             rebuild with --features parquet, or read the file with the Python package",
+        )),
         InputFormat::Auto => Err(Error::invalid("format detection returned 'auto'")),
     }
 }
