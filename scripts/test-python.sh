@@ -47,6 +47,8 @@ modules=(
     centrality.tests.test_betweenness_centrality
     centrality.tests.test_closeness_centrality
     centrality.tests.test_katz_centrality
+    centrality.tests.test_eigenvector_centrality
+    link_analysis.tests.test_hits
     approximation.tests.test_distance_measures
     tests.test_wiener
     tests.test_core

@@ -313,3 +313,43 @@ def test_katz_equals_networkx(tmp_path):
     assert max(abs(raw[v] - want[v]) for v in want) < 1e-12
     with pytest.raises(ValueError, match="did not converge"):
         g.katz(alpha=0.5, max_iter=20, progress=False)
+
+
+def test_eigenvector_equals_networkx(tmp_path):
+    nx = pytest.importorskip("networkx")
+    G = nx.karate_club_graph()  # edges carry a "weight" attribute
+    src, dst = zip(*G.edges())
+    weights = [G[u][v]["weight"] for u, v in G.edges()]
+    g = outcore.Graph.from_edges(list(src), list(dst), weights=weights, store=tmp_path / "k", directed=False)
+    got = g.eigenvector(progress=False).to_dict()
+    want = nx.eigenvector_centrality(G)
+    assert got.keys() == want.keys()
+    assert max(abs(got[v] - want[v]) for v in want) < 1e-12
+    got = g.eigenvector(weighted=True, tol=1e-9, max_iter=500, progress=False).to_dict()
+    want = nx.eigenvector_centrality(G, weight="weight", tol=1e-9, max_iter=500)
+    assert max(abs(got[v] - want[v]) for v in want) < 1e-12
+    with pytest.raises(outcore.OutcoreError, match="did not converge in 3 iterations"):
+        g.eigenvector(max_iter=3, progress=False)
+
+
+def test_hits_equals_networkx(tmp_path):
+    nx = pytest.importorskip("networkx")
+    from networkx.algorithms.link_analysis.hits_alg import _hits_python
+
+    G = nx.gnp_random_graph(60, 0.08, seed=5, directed=True)
+    src, dst = zip(*G.edges())
+    g = outcore.Graph.from_edges(list(src), list(dst), store=tmp_path / "h", directed=True)
+    r = g.hits(progress=False)
+    assert list(r.columns) == ["hub", "authority"] and sorted(r.ids.tolist()) == sorted(G)
+    hubs, authorities = _hits_python(G)
+    got_h = dict(zip(r.ids.tolist(), r.columns["hub"].tolist()))
+    got_a = dict(zip(r.ids.tolist(), r.columns["authority"].tolist()))
+    assert max(abs(got_h[v] - hubs[v]) for v in G) < 1e-12
+    assert max(abs(got_a[v] - authorities[v]) for v in G) < 1e-12
+    # networkx's public hits (ARPACK's SVD) reaches the same vectors.
+    hubs, authorities = nx.hits(G, tol=1e-12, max_iter=10000)
+    r = g.hits(tol=1e-12, max_iter=10000, progress=False)
+    got_h = dict(zip(r.ids.tolist(), r.columns["hub"].tolist()))
+    assert max(abs(got_h[v] - hubs[v]) for v in G) < 1e-9
+    with pytest.raises(outcore.OutcoreError, match="did not converge in 2 iterations"):
+        g.hits(max_iter=2, progress=False)

@@ -479,6 +479,7 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "k" => p.k = Some(value.extract()?),
             "alpha" => p.alpha = Some(value.extract()?),
             "beta" => p.beta = Some(value.extract()?),
+            "weighted" => p.weighted = value.extract()?,
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
             }

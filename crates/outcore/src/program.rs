@@ -81,6 +81,9 @@ pub struct IterationContext {
     /// Sum over all vertices of [`VertexProgram::global_contribution`] taken before this
     /// iteration's scatter (e.g. the PageRank mass of sink vertices).
     pub global_sum: f64,
+    /// Sum over all vertices of [`VertexProgram::second_global_contribution`], taken with
+    /// `global_sum` (0 for programs that do not define it).
+    pub second_global_sum: f64,
 }
 
 /// Whether to go on after an iteration.
@@ -149,6 +152,14 @@ pub trait VertexProgram: Sync + Send {
         0.0
     }
 
+    /// A vertex's share of a second global sum, handed to the next iteration beside the first
+    /// as [`IterationContext::second_global_sum`] (default 0). For programs that need two
+    /// aggregates per iteration: eigenvector centrality normalises by the squared norm and
+    /// stops on the L1 change, both of the same update.
+    fn second_global_contribution(&self, _vertex: VertexId, _value: &Self::Value, _out_degree: u64) -> f64 {
+        0.0
+    }
+
     fn max_iterations(&self) -> Option<usize> {
         None
     }
@@ -193,6 +204,25 @@ pub trait VertexProgram: Sync + Send {
     fn checkpoint_key(&self) -> String {
         String::new()
     }
+}
+
+/// Both global contributions of one vertex, `[global_contribution, second_global_contribution]`:
+/// what every engine sums, slot by slot, into an [`IterationContext`].
+pub fn global_contributions<P: VertexProgram + ?Sized>(
+    program: &P,
+    vertex: VertexId,
+    value: &P::Value,
+    out_degree: u64,
+) -> [f64; 2] {
+    [
+        program.global_contribution(vertex, value, out_degree),
+        program.second_global_contribution(vertex, value, out_degree),
+    ]
+}
+
+/// Adds two pairs of global sums slot by slot.
+pub fn add_global_sums(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
+    [a[0] + b[0], a[1] + b[1]]
 }
 
 /// A program that visits every arc once, in no particular order and from several threads at

@@ -474,6 +474,25 @@ class Graph:
         return self.run("katz", alpha=alpha, beta=beta, iterations=max_iter, tolerance=tol,
                         unnormalized=not normalized, **kw)
 
+    def eigenvector(self, max_iter: int = 100, tol: float = 1e-6, weighted: bool = False, **kw: Any) -> Result:
+        """Eigenvector centrality as networkx's ``eigenvector_centrality`` computes it: power
+        iteration on ``A^T + I`` from ``1/len(G)``, each update scaled to unit norm, until the L1
+        change is below ``len(G) * tol``. ``weighted=True`` uses the store's weights (networkx's
+        ``weight="weight"``). Fails (``OutcoreError``, "did not converge") when ``max_iter``
+        updates are not enough."""
+        return self.run("eigenvector", iterations=max_iter, tolerance=tol, weighted=weighted, **kw)
+
+    def hits(self, max_iter: int = 100, tol: float = 1e-8, normalized: bool = True, weighted: bool = False,
+             **kw: Any) -> Result:
+        """HITS hubs and authorities as networkx's power iteration computes them: from
+        ``h = 1/len(G)``, ``a = A^T h`` and ``h = A a``, each scaled by its maximum, until the L1
+        change of ``h`` is below ``tol``; then each divided by its sum unless
+        ``normalized=False``. ``weighted=True`` uses the store's weights. The result has two
+        columns, ``hub`` and ``authority``. Fails (``OutcoreError``, "did not converge") when
+        ``max_iter`` steps are not enough."""
+        return self.run("hits", iterations=max_iter, tolerance=tol, unnormalized=not normalized, weighted=weighted,
+                        **kw)
+
     def diameter(self, sweeps: int = 4, seed: int = 1, **kw: Any) -> int:
         """Approximate diameter (a lower bound) from repeated BFS sweeps."""
         r = self.run("diameter", sweeps=sweeps, seed=seed, **kw)
@@ -543,6 +562,8 @@ ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "diameter": frozenset({"sweeps", "seed"}),
     "bc": frozenset({"sources", "num_sources", "seed", "unnormalized"}),
     "katz": frozenset({"alpha", "beta", "tolerance", "iterations", "unnormalized"}),
+    "eigenvector": frozenset({"tolerance", "iterations", "weighted"}),
+    "hits": frozenset({"tolerance", "iterations", "unnormalized", "weighted"}),
     "msbfs": frozenset({"sources", "num_sources", "seed"}),
     "mssp": frozenset({"sources", "num_sources", "seed", "source"}),
     "kmeans": frozenset({"k", "iterations", "seed"}),

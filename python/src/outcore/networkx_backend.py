@@ -43,6 +43,15 @@ Dispatched functions and where definitions differ from networkx:
 * ``katz_centrality`` — the same iteration, stopping rule (L1 change < ``N·tol``), failure
   (``PowerIterationFailedConvergence``) and normalisation; scalar ``beta``, no ``nstart``,
   unit weights, and no self-loops on undirected graphs.
+* ``eigenvector_centrality`` — the same power iteration on ``A^T + I``, stopping rule (L1
+  change < ``N·tol``), failure (``PowerIterationFailedConvergence``) and unit norm; ``weight``
+  supported; no ``nstart``, and no self-loops on undirected graphs.
+* ``hits`` — networkx's power iteration (``a = A^T h``, ``h = A a``, scaled by their maxima,
+  until the L1 change of ``h`` < ``tol``; sums of 1 when ``normalized``), weights included.
+  networkx's ``hits`` reaches the same vectors by ARPACK's SVD (its ``max_iter``/``tol`` are
+  ARPACK's): equal to about ``tol`` where the leading singular value is simple; on graphs
+  where it is not (bipartite ones) both are valid HITS vectors but may differ. No ``nstart``,
+  no self-loops on undirected graphs, no graphs without edges.
 
 ``can_run`` binds positional and keyword arguments to each function's signature, so
 ``nx.pagerank(G, 0.85, None, 100, backend="outcore")`` is judged like its keyword form; a call
@@ -951,6 +960,61 @@ def _check_katz(G, a):
 
 ADAPTERS["katz_centrality"] = _katz_centrality
 _CHECKS["katz_centrality"] = _check_katz
+
+
+def _eigenvector_centrality(G, max_iter=100, tol=1.0e-6, nstart=None, weight=None):
+    if G.num_vertices == 0:
+        raise _nx().NetworkXPointlessConcept("cannot compute centrality for the null graph")
+    if max_iter < 1:
+        raise _nx().PowerIterationFailedConvergence(max_iter)
+    weighted = weight is not None and _weighted(G)
+    try:
+        r = G.eigenvector(max_iter=max_iter, tol=tol, weighted=weighted, progress=False)
+    except (ValueError, _native.OutcoreError) as exc:
+        if "did not converge" in str(exc):
+            raise _nx().PowerIterationFailedConvergence(max_iter) from exc
+        raise
+    return _by_node(G, r)
+
+
+def _check_eigenvector(G, a):
+    if a["nstart"] is not None:
+        return "'nstart' is not supported"
+    # Not nx.number_of_selfloops: under a forced backend that call would be dispatched too.
+    if isinstance(G, _nx().Graph) and not G.is_directed() and any(u in nbrs for u, nbrs in G.adjacency()):
+        return "self-loops on undirected graphs are not supported"
+    return None
+
+
+ADAPTERS["eigenvector_centrality"] = _eigenvector_centrality
+_CHECKS["eigenvector_centrality"] = _check_eigenvector
+
+
+def _hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
+    if G.num_vertices == 0:
+        return {}, {}
+    if max_iter < 1:
+        raise _nx().PowerIterationFailedConvergence(max_iter)
+    try:
+        r = G.hits(max_iter=max_iter, tol=tol, normalized=normalized, weighted=_weighted(G), progress=False)
+    except (ValueError, _native.OutcoreError) as exc:
+        if "did not converge" in str(exc):
+            raise _nx().PowerIterationFailedConvergence(max_iter) from exc
+        raise
+    return _by_node(G, r, "hub"), _by_node(G, r, "authority")
+
+
+def _check_hits(G, a):
+    reason = _check_eigenvector(G, a)
+    if reason is not None:
+        return reason
+    if isinstance(G, _nx().Graph) and len(G) > 0 and G.number_of_edges() == 0:
+        return "graphs without edges are not supported"
+    return None
+
+
+ADAPTERS["hits"] = _hits
+_CHECKS["hits"] = _check_hits
 
 
 def _install_planned() -> None:

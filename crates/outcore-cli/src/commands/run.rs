@@ -67,7 +67,7 @@ pub struct RunArgs {
     /// PageRank damping factor.
     #[arg(long)]
     damping: Option<f64>,
-    /// Convergence tolerance: pr-delta, katz.
+    /// Convergence tolerance: pr-delta, katz, eigenvector, hits.
     #[arg(long)]
     tolerance: Option<f64>,
     /// Katz attenuation alpha (default 0.1).
@@ -76,10 +76,13 @@ pub struct RunArgs {
     /// Katz weight beta of every vertex's own term (default 1.0).
     #[arg(long)]
     beta: Option<f64>,
+    /// Arcs count with their stored weights (the store must be weighted): eigenvector, hits.
+    #[arg(long)]
+    weighted: bool,
     /// BFS sweeps: diameter (default 4).
     #[arg(long)]
     sweeps: Option<usize>,
-    /// Raw values instead of networkx's normalised ones: bc, katz.
+    /// Raw values instead of networkx's normalised ones: bc, katz, hits (scaled by the maxima).
     #[arg(long)]
     unnormalized: bool,
     /// How wcc finds components: union-find (one pass over the edges; inmem, stream) or
@@ -318,6 +321,7 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         method: args.method.clone(),
         alpha: args.alpha,
         beta: args.beta,
+        weighted: args.weighted,
     }
 }
 

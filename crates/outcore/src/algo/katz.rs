@@ -127,6 +127,10 @@ pub fn run(runner: &Runner, config: &Config) -> Result<KatzOutput> {
     let program = Katz { config: *config };
     let states =
         runner.run_forms(&[ProgramShape::vertex_wire(&program)], |_| runner.run_vertex_program_wire(&program))?;
+    if states.is_empty() {
+        // No vertices, or a pregel rank other than 0 (rank 0 holds the values and reports).
+        return Ok(KatzOutput { centrality: Vec::new() });
+    }
     let change: f64 = states.iter().map(|s| s.1).sum();
     if !change.is_finite() {
         return Err(Error::invalid(format!(

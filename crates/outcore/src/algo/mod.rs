@@ -67,6 +67,8 @@ pub struct AlgorithmParams {
     pub alpha: Option<f64>,
     /// Every vertex's own weight: katz (default 1.0).
     pub beta: Option<f64>,
+    /// Arcs count with their stored weights: eigenvector, hits (default false: each counts 1).
+    pub weighted: bool,
 }
 
 pub mod bc;
@@ -75,7 +77,9 @@ pub mod bfs_parents;
 pub mod bp;
 pub mod cdlp;
 pub mod diameter;
+pub mod eigenvector;
 pub mod heat;
+pub mod hits;
 pub mod katz;
 pub mod kcore;
 pub mod kmeans;
@@ -111,6 +115,8 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("kcore", "core numbers (k-core decomposition), directions ignored: h-index iteration of Montresor et al. 2013 (networkx core_number)"),
     ("bfs-parents", "BFS tree from --source along out-edges: depth and parent (smallest original id at the previous depth; networkx bfs_tree)"),
     ("katz", "Katz centrality x = alpha A^T x + beta until the L1 change < |V| --tolerance (1e-6), --iterations (max, 1000), --alpha (0.1), --beta (1); unit norm unless --unnormalized (networkx katz_centrality)"),
+    ("eigenvector", "eigenvector centrality: power iteration on A^T + I from 1/|V|, unit norm, until the L1 change < |V| --tolerance (1e-6), --iterations (max, 100), --weighted (networkx eigenvector_centrality)"),
+    ("hits", "HITS hubs and authorities (columns hub, authority): power iteration a = A^T h, h = A a scaled by their maxima until the L1 change of h < --tolerance (1e-8), --iterations (max, 100), --weighted; divided by their sums unless --unnormalized (networkx hits)"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
@@ -214,6 +220,25 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 normalized: !params.unnormalized,
             };
             katz::run(runner, &config)?.into()
+        }
+        "eigenvector" => {
+            let defaults = eigenvector::Config::default();
+            let config = eigenvector::Config {
+                tolerance: params.tolerance.unwrap_or(defaults.tolerance),
+                max_iterations: params.iterations.unwrap_or(defaults.max_iterations),
+                weighted: params.weighted,
+            };
+            eigenvector::run(runner, &config)?.into()
+        }
+        "hits" => {
+            let defaults = hits::Config::default();
+            let config = hits::Config {
+                tolerance: params.tolerance.unwrap_or(defaults.tolerance),
+                max_iterations: params.iterations.unwrap_or(defaults.max_iterations),
+                normalized: !params.unnormalized,
+                weighted: params.weighted,
+            };
+            hits::run(runner, &config)?.into()
         }
         "bp" => {
             let config = bp::Config {

@@ -50,8 +50,8 @@ use rayon::prelude::*;
 use super::{Delivery, IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::program::{
-    Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
-    VertexProgram,
+    add_global_sums, global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext,
+    PregelContext, PregelProgram, VertexProgram,
 };
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::{Direction, InMemoryCsr, Store};
@@ -371,8 +371,9 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             break;
         }
         let started = Instant::now();
-        let global_sum: f64 =
-            (0..n).map(|v| program.global_contribution(v as u64, &values[v], adj.out.degree(v as u64))).sum();
+        let [global_sum, second_global_sum] = (0..n)
+            .map(|v| global_contributions(program, v as u64, &values[v], adj.out.degree(v as u64)))
+            .fold([0.0; 2], add_global_sums);
 
         let frontier_arcs: u64 =
             frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
@@ -390,7 +391,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         // A dense push flagged its targets without listing them: apply sweeps the flags.
         let listed = delivery == Some(Delivery::Pull) || !dense;
 
-        let ctx = IterationContext { iteration, graph: info, global_sum };
+        let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
         frontier.clear();
         if !listed {
             apply_sweeping(program, &ctx, &mut values, &mut inbox, &mut frontier);

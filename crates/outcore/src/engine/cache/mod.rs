@@ -58,7 +58,9 @@ use self::selection::{chunk_edges_within, select, working_bytes, SelectionInput}
 use self::static_cache::StaticCache;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
-use crate::program::{Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
+use crate::program::{
+    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
+};
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::manifest::{FileEntry, LayoutEntry, Manifest, MANIFEST_FILE};
 use crate::store::order::{in_degrees, read_all_offsets};
@@ -557,8 +559,9 @@ impl CacheEngine {
             let io_before = runner.io_snapshot();
             let cache_before = self.page_cache.counters();
             let counters_before = self.counters;
-            let global_sum: f64 =
-                (0..n).map(|v| program.global_contribution(v, &values[v as usize], self.out_degree(v))).sum();
+            let [global_sum, second_global_sum] = (0..n)
+                .map(|v| global_contributions(program, v, &values[v as usize], self.out_degree(v)))
+                .fold([0.0; 2], add_global_sums);
 
             let mut edges_processed = 0u64;
             for &direction in directions {
@@ -604,7 +607,7 @@ impl CacheEngine {
                 frontier.scatter(&active, &mut emit)?;
             }
 
-            let ctx = IterationContext { iteration, graph: info, global_sum };
+            let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
             let mut next = Bitmap::new(0);
             std::mem::swap(&mut next, &mut active);
             next.clear();

@@ -54,8 +54,8 @@ mod streams;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{
-    Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
-    VertexProgram, Wire,
+    global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext,
+    PregelProgram, VertexProgram, Wire,
 };
 use crate::transport::{InProcessTransport, Transport};
 use crate::VertexId;
@@ -241,12 +241,21 @@ where
         let active = if step == 0 {
             p.initially_active(vertex.dense, &self.graph)
         } else if !messages.is_empty() || p.applies_to_all() {
-            let ctx = IterationContext { iteration: step - 1, graph: self.graph, global_sum: previous.sum };
+            let second_global_sum = previous.aggregates.values().first().copied().unwrap_or(0.0);
+            let ctx = IterationContext {
+                iteration: step - 1,
+                graph: self.graph,
+                global_sum: previous.sum,
+                second_global_sum,
+            };
             p.apply(vertex.dense, value, messages.first().copied().unwrap_or_else(|| p.identity()), &ctx)
         } else {
             false
         };
-        totals.sum += p.global_contribution(vertex.dense, value, vertex.out_degree);
+        let [first, second] = global_contributions(p, vertex.dense, value, vertex.out_degree);
+        totals.sum += first;
+        // The second global sum travels as the one aggregate slot of the adapter.
+        totals.aggregates.add(0, second, |a, b| a + b);
         if !active {
             return Ok(true);
         }
@@ -274,7 +283,8 @@ where
         Ok(false)
     }
     fn aggregate_width(&self) -> usize {
-        0
+        // One slot: the program's second global sum.
+        1
     }
     fn fold_aggregate(&self, a: f64, b: f64) -> f64 {
         a + b

@@ -87,7 +87,9 @@ pub use policy::{DelayedDelivery, DynamicPolicy, ShadowSchedule, StepKind, StepO
 
 use super::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
-use crate::program::{Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
+use crate::program::{
+    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
+};
 use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
 use crate::store::Direction;
 use crate::VertexId;
@@ -332,7 +334,8 @@ struct IntervalOutcome {
     written: u64,
     edges_loaded: u64,
     dirty: u64,
-    global: f64,
+    /// Both global sums (`program::global_contributions`).
+    global: [f64; 2],
     /// Vertices lacking edges on a dynamic shard that were served from their adjacency lists.
     served: u64,
     /// Messages sent along missing edges from adjacency lists.
@@ -412,7 +415,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let directions = self.dirs.iter().filter(|&&d| d).count() as u64;
         let total_records = (runner.store().num_arcs() * directions).max(1);
         let mut last: Option<StepOutcome> = None;
-        let mut global_sum = 0.0;
+        let [mut global_sum, mut second_global_sum] = [0.0; 2];
         let mut step = 0usize;
         let mut shadows = 0usize;
         loop {
@@ -421,7 +424,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let io_before = runner.io_snapshot();
             let plan = schedule.plan(step, last.as_ref());
             let scatter_allowed = max.is_none_or(|m| step < m);
-            let ctx = IterationContext { iteration: step.saturating_sub(1), graph: info, global_sum };
+            let ctx =
+                IterationContext { iteration: step.saturating_sub(1), graph: info, global_sum, second_global_sum };
             let mut writer = match plan.build_since {
                 Some(_) => {
                     let dir = self.work.0.join(format!("dynamic-{}", self.next_set_id));
@@ -445,7 +449,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 // `global` runs over all vertices in order, like the reference engine's sum.
                 self.interval(step, j, plan, &ctx, scatter_allowed, writer.as_mut(), &mut by_kind, &mut total)?;
             }
-            global_sum = total.global;
+            [global_sum, second_global_sum] = total.global;
             let direct_spilled = self.direct.spilled();
             self.direct.end_step()?;
             let dynamic_share = match (plan.kind, self.dynamic_sets.last()) {
@@ -821,7 +825,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         drop(received);
         let active_count = active.iter().filter(|&&a| a).count() as u64;
         for (i, (x, &d)) in values.iter().zip(&out_degree).enumerate() {
-            total.global += program.global_contribution(v0 + i as u64, x, d);
+            total.global = add_global_sums(total.global, global_contributions(program, v0 + i as u64, x, d));
         }
 
         // Scatter of active vertices along the edges present.

@@ -56,7 +56,9 @@ pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, Selectiv
 
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
-use crate::program::{Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
+use crate::program::{
+    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
+};
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::csr::target_bytes_for;
 use crate::store::{Direction, Store};
@@ -355,7 +357,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         }
         let started = Instant::now();
         let io_before = runner.io_snapshot();
-        let global_sum = global_sum(program, &values, out_offsets);
+        let [global_sum, second_global_sum] = global_sums(program, &values, out_offsets);
 
         // 1. Schedule.
         let active_bytes: u64 = files.iter().zip(&active_edges).map(|(f, &e)| e * f.edge_bytes()).sum();
@@ -422,7 +424,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
         // 3. Apply, building the next frontier.
         let applying = Instant::now();
-        let ctx = IterationContext { iteration, graph: info, global_sum };
+        let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
         next.clear();
         let (next_vertices, next_edges) = apply(program, &ctx, &mut values, &mut accumulators, &mut next, &offsets);
         std::mem::swap(&mut frontier, &mut next);
@@ -551,10 +553,10 @@ fn add_activity(a: (u64, [u64; 2]), b: (u64, [u64; 2])) -> (u64, [u64; 2]) {
     (a.0 + b.0, [a.1[0] + b.1[0], a.1[1] + b.1[1]])
 }
 
-/// Σ_v global_contribution(v) in a fixed order of fixed-size pieces (deterministic).
-fn global_sum<P: VertexProgram>(program: &P, values: &[P::Value], out_offsets: &[u64]) -> f64 {
+/// Σ_v of both global contributions of v, in a fixed order of fixed-size pieces (deterministic).
+fn global_sums<P: VertexProgram>(program: &P, values: &[P::Value], out_offsets: &[u64]) -> [f64; 2] {
     const PIECE: usize = 1 << 16;
-    let partial: Vec<f64> = values
+    let partial: Vec<[f64; 2]> = values
         .par_chunks(PIECE)
         .enumerate()
         .map(|(c, vals)| {
@@ -563,12 +565,12 @@ fn global_sum<P: VertexProgram>(program: &P, values: &[P::Value], out_offsets: &
                 .enumerate()
                 .map(|(i, value)| {
                     let v = first + i;
-                    program.global_contribution(v as u64, value, out_offsets[v + 1] - out_offsets[v])
+                    global_contributions(program, v as u64, value, out_offsets[v + 1] - out_offsets[v])
                 })
-                .sum::<f64>()
+                .fold([0.0; 2], add_global_sums)
         })
         .collect();
-    partial.iter().sum()
+    partial.into_iter().fold([0.0; 2], add_global_sums)
 }
 
 /// What the scatter of one buffer needs to see.
