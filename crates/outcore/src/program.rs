@@ -182,6 +182,14 @@ pub trait VertexProgram: Sync + Send {
         false
     }
 
+    /// Whether `scatter` depends on the arc only through its source (its value and
+    /// `source_out_degree`), never its target or weight (PageRank, BFS). Engines that pull may
+    /// then compute each active source's message once per iteration instead of once per arc;
+    /// they call `scatter` with the source as `target` and weight 1.0.
+    fn sends_uniform_messages(&self) -> bool {
+        false
+    }
+
     /// Whether a vertex with this value still wants messages in a pull iteration (BFS: not
     /// yet reached).
     fn pull_wants(&self, _value: &Self::Value) -> bool {

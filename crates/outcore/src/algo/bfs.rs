@@ -74,6 +74,9 @@ impl VertexProgram for Bfs {
     fn supports_pull(&self) -> bool {
         true
     }
+    fn sends_uniform_messages(&self) -> bool {
+        true
+    }
     fn pull_wants(&self, depth: &u64) -> bool {
         *depth == UNREACHABLE
     }

@@ -49,9 +49,9 @@ pub struct PageRankOutput {
     pub rank: Vec<f64>,
 }
 
-struct PageRank {
-    damping: f64,
-    iterations: usize,
+pub(crate) struct PageRank {
+    pub(crate) damping: f64,
+    pub(crate) iterations: usize,
 }
 
 impl VertexProgram for PageRank {
@@ -74,6 +74,14 @@ impl VertexProgram for PageRank {
         0.0
     }
     fn applies_to_all(&self) -> bool {
+        true
+    }
+    /// A pull folds each vertex's messages in ascending source order from 0.0, as a push in
+    /// vertex order adds them: the sums, and so the ranks, are bit-identical either way.
+    fn supports_pull(&self) -> bool {
+        true
+    }
+    fn sends_uniform_messages(&self) -> bool {
         true
     }
     fn global_contribution(&self, _: VertexId, rank: &f64, out_degree: u64) -> f64 {
