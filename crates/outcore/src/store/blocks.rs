@@ -165,6 +165,18 @@ impl FileChecks {
         self.verified[block / 64].load(Ordering::Relaxed) & (1 << (block % 64)) != 0
     }
 
+    /// Whether every block overlapping bytes `[offset, offset + len)` was checked already (then
+    /// a reader need not hand the range to [`FileChecks::verify`]). Always true in builds
+    /// without checks.
+    pub fn is_range_verified(&self, offset: u64, len: u64) -> bool {
+        if len == 0 || !CHECKED {
+            return true;
+        }
+        let first = (offset / BLOCK_BYTES) as usize;
+        let last = (offset + len).div_ceil(BLOCK_BYTES).min(self.crcs.len() as u64) as usize;
+        (first..last).all(|block| self.is_verified(block))
+    }
+
     /// Checks the blocks overlapping `bytes`, read from offset `offset` of the file. Blocks
     /// wholly inside `bytes` are checked from them; a block `bytes` covers only in part is read
     /// whole once. Each block is checked once per open store.

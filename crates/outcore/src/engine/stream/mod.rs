@@ -505,7 +505,7 @@ pub fn stream_buffers<I: Iterator<Item = Chunk> + Send>(
                 let Ok(buffer) = full_rx.recv() else { return Ok(()) };
                 io_wait_seconds += waiting.elapsed().as_secs_f64();
                 let buffer = buffer?;
-                let outcome = consume(&buffer);
+                let outcome = buffer.verify().and_then(|()| consume(&buffer));
                 let _ = free_tx.send(buffer);
                 outcome?;
             }
