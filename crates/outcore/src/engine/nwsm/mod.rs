@@ -373,6 +373,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
             }
         }
     };
+    // The manifest as it is now: a layout built (or rebuilt under the same name) just now is
+    // listed with its files' checksums.
+    let fresh = Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
+    let store = &fresh;
     // Held for the whole run: a finer layout built meanwhile does not remove this one.
     let _in_use = partition::LayoutLock::shared(store, &layout.name)?;
     if !BbpLayout::all(&Store::open(store.dir())?).iter().any(|l| l.name == layout.name) {

@@ -18,7 +18,7 @@
 //! Partial lists (the edges of one page at a time) are what pages hold; engines merge them.
 //!
 //! Vertex ids seen by a query are engine ids: dense store ids on the in-memory engine, BBP ids
-//! on nwsm (consecutive per rank, descending degree). A query may only rely on them being a
+//! on nwsm (consecutive per rank, ascending degree). A query may only rely on them being a
 //! total order (the partial-order constraint u < v < w); `vertex_apply` gets store ids.
 
 use std::cmp::Ordering;
