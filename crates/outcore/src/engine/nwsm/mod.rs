@@ -1013,19 +1013,17 @@ fn scatter_level2<Q: NeighborhoodQuery>(
     threads: usize,
 ) -> Result<u64> {
     let query = ctx.query;
-    let tasks = (threads * 4).min(w2.ids.len()).max(1);
-    let per_task = w2.ids.len().div_ceil(tasks);
     let capacity = ctx.plan.local_gather_records / threads;
     let view = WindowView { w1, w2: Some(w2), store_ids: None, level2: None };
+    let bounds = balanced_tasks(w2, &view, threads * 8);
     let aggregate = AtomicU64::new(0);
-    (0..tasks).into_par_iter().try_for_each(|t| -> Result<()> {
+    bounds.par_windows(2).try_for_each(|task| -> Result<()> {
         let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
         let mut emitter = RankEmitter { query, lgb: &mut lgb, voi: None, aggregate: 0, error: None };
         // A rayon thread runs one task at a time, so its table is free; `None` (no table) falls
         // back to merging.
         let mut marks = rayon::current_thread_index().and_then(|i| ctx.list_marks.get(i)?.try_lock().ok());
-        let end = ((t + 1) * per_task).min(w2.ids.len());
-        for k in t * per_task..end {
+        for k in task[0]..task[1] {
             let (v, list) = (w2.ids[k] as VertexId, w2.list_at(k));
             match marks.as_deref_mut() {
                 Some(table) if view.parent_list(1, v).len() >= 2 => {
@@ -1047,6 +1045,28 @@ fn scatter_level2<Q: NeighborhoodQuery>(
         lgb.flush(query)
     })?;
     Ok(aggregate.into_inner())
+}
+
+/// Cuts the level-2 window into about `tasks` runs of consecutive vertices of equal estimated
+/// work (a vertex's parents plus its list: with ids in ascending degree the hubs come last, so
+/// equal counts of vertices left one thread with most of the work); returns the run bounds.
+fn balanced_tasks(w2: &AdjWindow, view: &WindowView<'_>, tasks: usize) -> Vec<usize> {
+    let work: Vec<u64> = (0..w2.ids.len())
+        .map(|k| 1 + w2.list_at(k).len() as u64 + view.parent_list(1, w2.ids[k] as VertexId).len() as u64)
+        .collect();
+    let total: u64 = work.iter().sum();
+    let share = total.div_ceil(tasks.max(1) as u64).max(1);
+    let mut bounds = vec![0];
+    let mut acc = 0;
+    for (k, w) in work.iter().enumerate() {
+        acc += w;
+        if acc >= share && k + 1 < work.len() {
+            bounds.push(k + 1);
+            acc = 0;
+        }
+    }
+    bounds.push(work.len());
+    bounds
 }
 
 /// Partial-list mode (k = 1): each page record goes to `adj_scatter(1)` as it is, chunk by
