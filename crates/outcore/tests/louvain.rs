@@ -215,6 +215,20 @@ fn pregel_out_of_core_equals_inmem() {
     }
 }
 
+/// The pregel engine names vertices by original id: with ids that are not 0..n it still equals
+/// inmem (level 1 learns the adjacency in dense ids from its own messages).
+#[test]
+fn pregel_equals_inmem_when_original_ids_are_not_dense_ids() {
+    let mut r = reference("weighted_planted");
+    let dir = tempfile::tempdir().unwrap();
+    r.ids = r.ids.iter().map(|&v| 3 * v + 7).collect();
+    r.edges = r.edges.iter().map(|&(s, t, w)| (3 * s + 7, 3 * t + 7, w)).collect();
+    r.store = inmem_support::store_with_ids(&dir.path().join("s"), r.ids.clone(), &r.edges, false, true);
+    let expected = inmem(&r, &params(1.0));
+    assert_eq!(pregel(&r, &params(1.0), 8 << 20), expected);
+    assert!((expected.modularity - brute_force_modularity(&r, &expected.partition, 1.0)).abs() < 1e-9);
+}
+
 #[test]
 fn max_level_one_stops_after_the_stored_graph() {
     let r = reference("rmat10");

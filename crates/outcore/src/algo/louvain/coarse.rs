@@ -2,7 +2,7 @@
 //! one vertex per community, the weights between communities summed, the weight inside a
 //! community as a self-loop) in memory, and networkx's sequential local moving on it.
 //!
-//! The community graph of level 1 is collected by a one-superstep Pregel pass over the stored
+//! The community graph of level 1 is collected by a two-superstep Pregel pass over the stored
 //! arcs ([`CommunityArcs`]): each vertex sums its arcs per pair of communities and hands the
 //! sums to a shared sink, which is then sorted and folded. It has at most as many arcs as the
 //! stored graph and usually far fewer; its bytes are checked against the budget.
@@ -185,9 +185,9 @@ pub fn visit_order(n: usize, seed: Option<u64>) -> Vec<usize> {
     order
 }
 
-/// One superstep over the stored arcs that collects the community graph of level 1: each
-/// vertex hands its arcs, summed per target community, to the sink (self-loops twice, so they
-/// count as in the degree).
+/// Two supersteps over the stored arcs that collect the community graph of level 1: each vertex
+/// announces itself to its neighbours, then hands the arcs it learnt of, summed per target
+/// community, to the sink (self-loops twice, so they count as in the degree).
 pub struct CommunityArcs<'a> {
     pub partition: &'a [u32],
     /// Most entries the sink may hold (its share of the budget).
@@ -197,7 +197,7 @@ pub struct CommunityArcs<'a> {
 
 impl PregelProgram for CommunityArcs<'_> {
     type Value = u8;
-    type Msg = u8;
+    type Msg = (u64, f64);
 
     fn init(&self, _: VertexId, _: &GraphInfo) -> u8 {
         0
@@ -205,32 +205,38 @@ impl PregelProgram for CommunityArcs<'_> {
     fn uses_weights(&self) -> bool {
         true
     }
-    fn compute(&self, ctx: &mut dyn PregelContext<u8>, _: &mut u8, _: &[u8]) {
+    fn compute(&self, ctx: &mut dyn PregelContext<(u64, f64)>, _: &mut u8, messages: &[(u64, f64)]) {
+        if ctx.superstep() == 0 {
+            super::moving::announce(ctx);
+            return;
+        }
         let v = ctx.vertex();
         let own = self.partition[v as usize];
-        let mut pairs: Vec<(u32, f64)> = ctx
-            .out_neighbors()
-            .iter()
-            .zip(ctx.out_weights())
-            .map(|(&u, &w)| (self.partition[u as usize], if u == v { 2.0 * w } else { w }))
+        let mut pairs: Vec<(u32, f64)> = super::moving::sorted_adjacency(messages)
+            .into_iter()
+            .map(|(u, w)| (self.partition[u as usize], if u == v { 2.0 * w } else { w }))
             .collect();
         pairs.sort_unstable_by(|a, b| (a.0, a.1.to_bits()).cmp(&(b.0, b.1.to_bits())));
         let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        if sink.len() as u64 > self.capacity {
+            return; // over budget: `graph` reports it
+        }
         for (c, w) in pairs {
             match sink.last_mut() {
                 Some(last) if last.0 == own && last.1 == c => last.2 += w,
                 _ => sink.push((own, c, w)),
             }
         }
-        if sink.len() as u64 > self.capacity {
-            ctx.aggregate(1.0);
+    }
+    fn end_superstep(&self, superstep: usize, _: f64) -> Control {
+        if superstep == 0 {
+            Control::Continue
+        } else {
+            Control::Stop
         }
     }
-    fn end_superstep(&self, _: usize, _: f64) -> Control {
-        Control::Stop
-    }
     fn max_supersteps(&self) -> Option<usize> {
-        Some(1)
+        Some(2)
     }
 }
 

@@ -2,9 +2,12 @@
 //! community state lives in memory (the program's own arrays, O(|V|)) while the engine
 //! streams the adjacency (inmem, or the out-of-core pregel engine within `--memory`).
 //!
-//! Superstep 0 records each vertex's weighted degree k_v (a self-loop counts twice, as in
-//! networkx). Each later superstep s is one round of moves decided from the state after round
-//! s − 1 (synchronous, so the result does not depend on the order vertices are visited): every
+//! Every superstep each vertex sends its dense id and the arc's weight along its out-arcs
+//! ([`announce`]): the engine's lists name vertices its own way (original ids, recoded names),
+//! so this is how a vertex learns its adjacency in the dense ids the state is indexed by, one
+//! superstep later. Superstep 1 records each vertex's weighted degree k_v (a self-loop counts
+//! twice, as in networkx). Each later superstep is one round of moves decided from the state
+//! after the previous round (synchronous, so the result does not depend on the order vertices are visited): every
 //! vertex sums the weights of its arcs per neighbouring community and moves to the community
 //! of largest modularity gain (Blondel et al. 2008, eq. 2, in networkx's form), ties to the
 //! smaller community id. Synchronous moves can swap two vertices forever; the minimum-label
@@ -43,6 +46,25 @@ fn subset(v: VertexId) -> usize {
 
 /// Bytes of in-memory state per vertex (degree, Σtot, current and next community, size, best).
 pub const STATE_BYTES_PER_VERTEX: u64 = 8 + 8 + 4 + 4 + 4 + 4;
+
+/// Sends `(dense id, arc weight)` along every out-arc: on an undirected store each vertex then
+/// receives its whole adjacency in dense ids, whatever names the engine gives vertices (the
+/// pregel engine's lists hold original ids or recoded names, not dense ids).
+pub fn announce(ctx: &mut dyn PregelContext<(u64, f64)>) {
+    let v = ctx.vertex();
+    let arcs: Vec<(u64, f64)> = ctx.out_neighbors().iter().copied().zip(ctx.out_weights().iter().copied()).collect();
+    for (name, w) in arcs {
+        ctx.send(name, (v, w));
+    }
+}
+
+/// A vertex's adjacency from the announcements it received, in a fixed order (by neighbour,
+/// then weight) so that sums do not depend on the order messages arrive in.
+pub fn sorted_adjacency(messages: &[(u64, f64)]) -> Vec<(VertexId, f64)> {
+    let mut adjacency = messages.to_vec();
+    adjacency.sort_unstable_by(|a, b| (a.0, a.1.to_bits()).cmp(&(b.0, b.1.to_bits())));
+    adjacency
+}
 
 /// An f64 in an atomic cell (written by one vertex or between supersteps only).
 #[derive(Default)]
@@ -140,10 +162,10 @@ impl LocalMoving {
 
     /// The arcs of `v` as (community, weight) pairs summed per community, self-loops left out,
     /// ascending by community; and the self-loops' weight.
-    fn weights_to_communities(&self, v: VertexId, targets: &[VertexId], weights: &[f64]) -> (Vec<(u32, f64)>, f64) {
-        let mut pairs = Vec::with_capacity(targets.len());
+    fn weights_to_communities(&self, v: VertexId, adjacency: &[(VertexId, f64)]) -> (Vec<(u32, f64)>, f64) {
+        let mut pairs = Vec::with_capacity(adjacency.len());
         let mut loops = 0.0;
-        for (&u, &w) in targets.iter().zip(weights) {
+        for &(u, w) in adjacency {
             if u == v {
                 loops += w;
             } else {
@@ -230,7 +252,7 @@ impl LocalMoving {
 
 impl PregelProgram for LocalMoving {
     type Value = u8;
-    type Msg = u8;
+    type Msg = (u64, f64);
 
     fn init(&self, _: VertexId, _: &GraphInfo) -> u8 {
         0
@@ -244,19 +266,24 @@ impl PregelProgram for LocalMoving {
         2
     }
 
-    fn compute(&self, ctx: &mut dyn PregelContext<u8>, _: &mut u8, _: &[u8]) {
+    fn compute(&self, ctx: &mut dyn PregelContext<(u64, f64)>, _: &mut u8, messages: &[(u64, f64)]) {
         let v = ctx.vertex();
-        let (targets, weights) = (ctx.out_neighbors(), ctx.out_weights());
-        if ctx.superstep() == 0 {
-            let loops: f64 = targets.iter().zip(weights).filter(|&(&u, _)| u == v).map(|(_, &w)| w).sum();
-            let degree = weights.iter().sum::<f64>() + loops;
+        announce(ctx);
+        let step = ctx.superstep();
+        if step == 0 {
+            return;
+        }
+        let adjacency = sorted_adjacency(messages);
+        if step == 1 {
+            let loops: f64 = adjacency.iter().filter(|&&(u, _)| u == v).map(|&(_, w)| w).sum();
+            let degree = adjacency.iter().map(|&(_, w)| w).sum::<f64>() + loops;
             self.degree[v as usize].set(degree);
             ctx.aggregate_at(0, degree);
             return;
         }
         let own = self.community_of(v);
-        let eligible = subset(v) == (ctx.superstep() - 1) % SUBSETS;
-        let (to, loops) = self.weights_to_communities(v, targets, weights);
+        let eligible = subset(v) == (step - 2) % SUBSETS;
+        let (to, loops) = self.weights_to_communities(v, &adjacency);
         let inside = to.iter().find(|&&(c, _)| c == own).map_or(0.0, |&(_, w)| w);
         ctx.aggregate_at(0, inside + 2.0 * loops);
         let best = if eligible { self.best_move(v, own, &to) } else { own };
@@ -265,20 +292,23 @@ impl PregelProgram for LocalMoving {
     }
 
     fn end_superstep_aggregates(&self, superstep: usize, aggregates: &[f64]) -> Control {
-        if superstep > 0 {
-            return self.end_round(aggregates[0], aggregates[1]);
+        match superstep {
+            0 => Control::Continue,
+            1 => {
+                self.total.set(aggregates[0]);
+                if aggregates[0] <= 0.0 {
+                    self.empty.store(true, Ordering::Relaxed);
+                    return Control::Stop;
+                }
+                self.recount();
+                Control::Continue
+            }
+            _ => self.end_round(aggregates[0], aggregates[1]),
         }
-        self.total.set(aggregates[0]);
-        if aggregates[0] <= 0.0 {
-            self.empty.store(true, Ordering::Relaxed);
-            return Control::Stop;
-        }
-        self.recount();
-        Control::Continue
     }
 
     fn max_supersteps(&self) -> Option<usize> {
-        Some(MAX_ROUNDS + 1)
+        Some(MAX_ROUNDS + 2)
     }
 
     fn checkpoint_key(&self) -> String {
