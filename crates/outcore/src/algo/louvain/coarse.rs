@@ -49,7 +49,7 @@ impl WeightedGraph {
     /// The graph of `entries` (source, target, weight; any order, duplicates summed) over
     /// `vertices` vertices; an entry with source = target adds to that vertex's `loops`.
     pub fn from_entries(vertices: usize, mut entries: Vec<(u32, u32, f64)>) -> WeightedGraph {
-        entries.sort_unstable_by(|a, b| (a.0, a.1, a.2.to_bits()).cmp(&(b.0, b.1, b.2.to_bits())));
+        entries.sort_unstable_by_key(|a| (a.0, a.1, a.2.to_bits()));
         let mut graph = WeightedGraph {
             offsets: vec![0; vertices + 1],
             targets: vec![],
@@ -216,7 +216,7 @@ impl PregelProgram for CommunityArcs<'_> {
             .into_iter()
             .map(|(u, w)| (self.partition[u as usize], if u == v { 2.0 * w } else { w }))
             .collect();
-        pairs.sort_unstable_by(|a, b| (a.0, a.1.to_bits()).cmp(&(b.0, b.1.to_bits())));
+        pairs.sort_unstable_by_key(|a| (a.0, a.1.to_bits()));
         let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         if sink.len() as u64 > self.capacity {
             return; // over budget: `graph` reports it

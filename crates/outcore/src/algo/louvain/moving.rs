@@ -62,7 +62,7 @@ pub fn announce(ctx: &mut dyn PregelContext<(u64, f64)>) {
 /// then weight) so that sums do not depend on the order messages arrive in.
 pub fn sorted_adjacency(messages: &[(u64, f64)]) -> Vec<(VertexId, f64)> {
     let mut adjacency = messages.to_vec();
-    adjacency.sort_unstable_by(|a, b| (a.0, a.1.to_bits()).cmp(&(b.0, b.1.to_bits())));
+    adjacency.sort_unstable_by_key(|a| (a.0, a.1.to_bits()));
     adjacency
 }
 
