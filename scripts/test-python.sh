@@ -52,12 +52,24 @@ modules=(
     approximation.tests.test_distance_measures
     tests.test_wiener
     tests.test_core
+    community.tests.test_louvain
+)
+# Tests left out of a module, each with why (printed beside the module's line): tests that
+# assert networkx's exact output for one seed of its random visiting order, which outcore's
+# synchronous first level does not follow (its karate partition for seed=2 moves vertex 9 and
+# has higher modularity, 0.4198 against 0.4188).
+declare -A skip=(
+    [community.tests.test_louvain]="not test_karate_club_partition and not test_undirected_selfloops"
 )
 status=0
 for m in "${modules[@]}"; do
+    select=()
+    if [[ -n "${skip[$m]:-}" ]]; then
+        select=(-k "${skip[$m]}")
+    fi
     line=$(NETWORKX_TEST_BACKEND=outcore NETWORKX_FALLBACK_TO_NX= \
-        "$venv/bin/python" -m pytest -q -p no:cacheprovider --pyargs "networkx.algorithms.$m" 2>&1 | tail -1)
-    printf '%-50s %s\n' "$m" "$line"
+        "$venv/bin/python" -m pytest -q -p no:cacheprovider --pyargs "networkx.algorithms.$m" "${select[@]}" 2>&1 | tail -1)
+    printf '%-50s %s%s\n' "$m" "$line" "${skip[$m]:+ (left out: ${skip[$m]})}"
     # "3 xfailed" is a pass (the backend declined the call); "1 failed", "2 errors" or a last
     # line that is no pytest summary at all is not.
     if [[ "$line" =~ [0-9]+\ (failed|errors?)([^a-z]|$) || ! "$line" =~ (passed|xfailed|skipped) ]]; then

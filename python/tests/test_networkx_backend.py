@@ -229,3 +229,40 @@ def test_conversion_streams_edges_in_bounded_numpy_chunks(tmp_path):
                nx.single_source_dijkstra_path_length(G, 0, weight="w"))
     finally:
         nx.config.backends.outcore.memory = previous
+
+
+@pytest.mark.parametrize("graph", ["karate", "caveman", "planted"])
+def test_louvain_communities_match_networkx(graph):
+    G = {
+        "karate": nx.karate_club_graph,
+        "caveman": lambda: nx.connected_caveman_graph(5, 6),
+        "planted": lambda: nx.planted_partition_graph(4, 25, 0.4, 0.02, seed=3),
+    }[graph]()
+    ours = nx.community.louvain_communities(G, seed=1, backend="outcore")
+    assert isinstance(ours, list) and all(isinstance(c, set) for c in ours)
+    assert set().union(*ours) == set(G) and sum(map(len, ours)) == len(G)
+    theirs = [nx.community.louvain_communities(G, seed=s) for s in range(5)]
+    q = nx.community.modularity(G, ours)
+    best = max(nx.community.modularity(G, p) for p in theirs)
+    assert q >= best - 0.02, (q, best)
+    if graph != "karate":  # clear structure: the same partition as every networkx seed
+        assert all(sorted(map(sorted, ours)) == sorted(map(sorted, p)) for p in theirs)
+
+
+def test_graph_louvain_reports_modularity_and_refuses_bad_parameters(tmp_path):
+    G = nx.karate_club_graph()
+    src, dst = zip(*G.edges)
+    g = outcore.Graph.from_edges(list(src), list(dst), directed=False, store=tmp_path / "s")
+    r = g.louvain(progress=False)
+    groups = {}
+    for v, label in r.to_dict().items():
+        groups.setdefault(label, set()).add(v)
+        assert label <= v
+    parts = list(groups.values())
+    assert math.isclose(r.summary["modularity"], nx.community.modularity(G, parts, weight=None), abs_tol=1e-12)
+    for bad in ({"resolution": 0}, {"resolution": -1.0}, {"threshold": -1e-3}, {"max_level": 0}):
+        with pytest.raises(outcore.InvalidParameter):
+            g.louvain(progress=False, **bad)
+    d = outcore.Graph.from_edges([1, 2], [2, 3], directed=True, store=tmp_path / "d")
+    with pytest.raises(outcore.InvalidParameter, match="undirected"):
+        d.louvain(progress=False)

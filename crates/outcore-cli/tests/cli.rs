@@ -341,3 +341,38 @@ fn a_budget_beyond_the_machine_is_lowered_with_a_warning() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 3);
 }
+
+#[test]
+fn louvain_runs_on_inmem_and_pregel_and_refuses_bad_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // Two triangles joined by the edge 3-4.
+    std::fs::write(p("g.el"), "1 2\n1 3\n2 3\n3 4\n4 5\n4 6\n5 6\n").unwrap();
+    ok(&["import", &p("g.el"), "--undirected", "--store", &p("s"), "--quiet"]);
+    ok(&["run", "louvain", "--store", &p("s"), "-o", &p("inmem.txt"), "--stats-json", &p("l.json"), "-q"]);
+    assert_eq!(std::fs::read_to_string(p("inmem.txt")).unwrap(), "1 1\n2 1\n3 1\n4 4\n5 4\n6 4\n");
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p("l.json")).unwrap()).unwrap();
+    // Two triangles and a bridge: 2·(3/7 − (7/14)²) = 5/14.
+    let q = stats["summary"]["modularity"].as_f64().unwrap();
+    assert!((q - 5.0 / 14.0).abs() < 1e-12, "{stats}");
+    ok(&[
+        "run",
+        "louvain",
+        "--store",
+        &p("s"),
+        "--engine",
+        "pregel",
+        "--memory",
+        "16MiB",
+        "-o",
+        &p("pregel.txt"),
+        "-q",
+    ]);
+    assert_eq!(std::fs::read_to_string(p("pregel.txt")).unwrap(), std::fs::read_to_string(p("inmem.txt")).unwrap());
+    for (flag, value) in [("--resolution", "0"), ("--resolution", "-1"), ("--threshold", "-0.1"), ("--max-level", "0")]
+    {
+        let out = outcore(&["run", "louvain", "--store", &p("s"), &format!("{flag}={value}"), "-q"]);
+        assert_eq!(out.status.code(), Some(64), "{flag} {value}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(flag), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

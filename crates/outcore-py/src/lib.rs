@@ -480,6 +480,9 @@ fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {
             "alpha" => p.alpha = Some(value.extract()?),
             "beta" => p.beta = Some(value.extract()?),
             "weighted" => p.weighted = value.extract()?,
+            "resolution" => p.resolution = Some(value.extract()?),
+            "threshold" => p.threshold = Some(value.extract()?),
+            "max_level" => p.max_level = Some(value.extract()?),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!("unknown algorithm parameter '{other}'")))
             }

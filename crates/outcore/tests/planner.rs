@@ -135,12 +135,23 @@ fn auto_runs_every_algorithm_within_every_budget_and_equals_inmem() {
             if (s.name == "points") != (algorithm == "kmeans") {
                 continue;
             }
+            // louvain refuses directed stores (tests/louvain.rs).
+            if algorithm == "louvain" && s.store.is_directed() {
+                continue;
+            }
             let (expected, _) = run(&s.store, EngineKind::InMemory, 1 << 30, algorithm);
             let expected = expected.unwrap_or_else(|e| panic!("{algorithm} on {}: inmem: {e}", s.name));
             let need = inmem_need(&s.store, algorithm);
             for budget in [1 << 30, need / 2, need / 8] {
                 let context = format!("{algorithm} on {} with {budget} B", s.name);
                 let (result, runner) = run(&s.store, EngineKind::Auto, budget, algorithm);
+                // louvain checks its in-memory community state against the budget before any
+                // program runs, so no engine is planned when that does not fit.
+                if let Err(Error::MemoryBudget(why)) = &result {
+                    if algorithm == "louvain" && why.contains("community state") {
+                        continue;
+                    }
+                }
                 let explanation = runner.explanation().expect("auto explains its choice");
                 let ranking = explanation.ranking();
                 let result = match result {

@@ -414,6 +414,20 @@ class Graph:
         """
         return self.run("kcore", **kw)
 
+    def louvain(self, resolution: float = 1.0, threshold: float = 1e-7, max_level: Optional[int] = None,
+                seed: Optional[int] = None, **kw: Any) -> Result:
+        """Louvain communities (Blondel et al. 2008; networkx ``louvain_communities``) of an
+        undirected graph, weights counted when the store has them: each vertex's label is the
+        smallest original id of its community; ``summary["modularity"]`` is the partition's
+        modularity with ``resolution``. ``seed`` shuffles the order of the in-memory levels;
+        the result is deterministic for a given seed. Directed graphs are refused.
+
+        >>> g = Graph.from_edges([1, 1, 2, 4, 4, 5, 3], [2, 3, 3, 5, 6, 6, 4], directed=False)
+        >>> g.louvain(progress=False).to_dict()
+        {1: 1, 2: 1, 3: 1, 4: 4, 5: 4, 6: 4}
+        """
+        return self.run("louvain", resolution=resolution, threshold=threshold, max_level=max_level, seed=seed, **kw)
+
     def sssp(self, source: Any, **kw: Any) -> Result:
         """Weighted shortest-path distances from ``source``; unreachable: inf.
 
@@ -567,8 +581,9 @@ ALGORITHM_PARAMS: Dict[str, frozenset] = {
     "msbfs": frozenset({"sources", "num_sources", "seed"}),
     "mssp": frozenset({"sources", "num_sources", "seed", "source"}),
     "kmeans": frozenset({"k", "iterations", "seed"}),
+    "louvain": frozenset({"resolution", "threshold", "max_level", "seed"}),
 }
-_COUNTS = ("iterations", "num_sources", "sweeps", "k", "seed")
+_COUNTS = ("iterations", "num_sources", "sweeps", "k", "seed", "max_level")
 
 
 def _check_params(algorithm: str, params: Dict[str, Any]) -> None:
@@ -586,6 +601,14 @@ def _check_params(algorithm: str, params: Dict[str, Any]) -> None:
         value = params.get(key)
         if value is not None and (not _is_int(value) or value < 0):
             raise InvalidParameter(f"{key} must be a non-negative integer, got {value!r}")
+    resolution = params.get("resolution")
+    if resolution is not None and not float(resolution) > 0.0:
+        raise InvalidParameter(f"resolution must be a positive number, got {resolution!r}")
+    threshold = params.get("threshold")
+    if threshold is not None and not float(threshold) >= 0.0:
+        raise InvalidParameter(f"threshold must be 0 or more, got {threshold!r}")
+    if params.get("max_level") == 0:
+        raise InvalidParameter("max_level must be a positive integer, got 0")
     damping = params.get("damping")
     if damping is not None and not 0.0 <= float(damping) <= 1.0:
         raise InvalidParameter(f"damping must be in [0, 1], got {damping!r}")

@@ -67,6 +67,11 @@ adapter is added to :data:`ADAPTERS`.
   the first one its traversal reaches). Edges come layer by layer, ordered by the parent's
   position then the child's. ``sort_neighbors`` and ``reverse=True`` on directed graphs are
   not supported.
+* ``louvain_communities`` (engine ``louvain``): the same objective, resolution, threshold
+  and levels, undirected graphs only (networkx's directed modularity is not implemented).
+  The first level moves vertices in synchronous rounds rather than one at a time in a seeded
+  random order, so partitions can differ from networkx's for the same seed (modularity within
+  0.02 of networkx's mean on the test graphs); ``seed`` shuffles the later levels.
 * Label propagation is not dispatched: networkx's ``label_propagation_communities`` is
   semi-synchronous with random tie-breaking, Graphalytics CDLP is synchronous with ties to
   the smallest label.
@@ -1015,6 +1020,41 @@ def _check_hits(G, a):
 
 ADAPTERS["hits"] = _hits
 _CHECKS["hits"] = _check_hits
+
+
+def _louvain_communities(G, weight="weight", resolution=1, threshold=1e-07, max_level=None, seed=None):
+    if G.num_vertices == 0:
+        return []
+    if seed is not None and not isinstance(seed, int):
+        seed = seed.getrandbits(63)  # networkx's py_random_state hands over a random.Random
+    r = G.louvain(resolution=resolution, threshold=threshold, max_level=max_level, seed=seed, progress=False)
+    groups: Dict[Any, set] = {}
+    for node, label in zip(_nodes_of(G, r.ids.tolist()), r.values.tolist()):
+        groups.setdefault(label, set()).add(node)
+    return list(groups.values())
+
+
+def _check_louvain(G, a):
+    if G.is_directed():
+        return "directed graphs are not supported (networkx uses directed modularity)"
+    if not a["resolution"] > 0:
+        return "resolution must be positive"
+    if not a["threshold"] >= 0:
+        return "threshold must be 0 or more"
+    if a["max_level"] is not None and a["max_level"] <= 0:
+        return None  # networkx raises ValueError; so does outcore
+    weight = a["weight"]
+    if callable(weight):
+        return "weight functions are not supported"
+    if weight is None and _has_non_unit_weights(G, "weight") and isinstance(G, Graph) and not isinstance(G, NxStore):
+        return "weight=None on a weighted store is not supported"
+    if weight is not None and _has_negative_weights(G, weight):
+        return "negative weights are not supported"
+    return None
+
+
+ADAPTERS["louvain_communities"] = _louvain_communities
+_CHECKS["louvain_communities"] = _check_louvain
 
 
 def _install_planned() -> None:

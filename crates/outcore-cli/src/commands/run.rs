@@ -79,6 +79,15 @@ pub struct RunArgs {
     /// Arcs count with their stored weights (the store must be weighted): eigenvector, hits.
     #[arg(long)]
     weighted: bool,
+    /// Modularity resolution: louvain (default 1; above 1 smaller communities).
+    #[arg(long)]
+    resolution: Option<f64>,
+    /// Least modularity gain for another level: louvain (default 1e-7).
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// The most levels: louvain (default: no limit).
+    #[arg(long)]
+    max_level: Option<usize>,
     /// BFS sweeps: diameter (default 4).
     #[arg(long)]
     sweeps: Option<usize>,
@@ -237,6 +246,18 @@ fn check_numbers(args: &RunArgs) -> anyhow::Result<()> {
     if args.sweeps == Some(0) {
         return zero("--sweeps");
     }
+    if args.max_level == Some(0) {
+        return zero("--max-level");
+    }
+    if args.resolution.is_some() || args.threshold.is_some() {
+        let defaults = outcore::algo::louvain::Config::default();
+        outcore::algo::louvain::Config {
+            resolution: args.resolution.unwrap_or(defaults.resolution),
+            threshold: args.threshold.unwrap_or(defaults.threshold),
+            ..defaults
+        }
+        .validate()?;
+    }
     if args.k == Some(0) {
         return zero("--k");
     }
@@ -322,6 +343,9 @@ pub fn params(args: &RunArgs) -> AlgorithmParams {
         alpha: args.alpha,
         beta: args.beta,
         weighted: args.weighted,
+        resolution: args.resolution,
+        threshold: args.threshold,
+        max_level: args.max_level,
     }
 }
 

@@ -69,6 +69,12 @@ pub struct AlgorithmParams {
     pub beta: Option<f64>,
     /// Arcs count with their stored weights: eigenvector, hits (default false: each counts 1).
     pub weighted: bool,
+    /// Modularity resolution γ: louvain (default 1).
+    pub resolution: Option<f64>,
+    /// Least modularity gain for another level: louvain (default 1e-7).
+    pub threshold: Option<f64>,
+    /// Most levels: louvain (default: no limit).
+    pub max_level: Option<usize>,
 }
 
 pub mod bc;
@@ -84,6 +90,7 @@ pub mod katz;
 pub mod kcore;
 pub mod kmeans;
 pub mod lcc;
+pub mod louvain;
 pub mod msbfs;
 pub mod mssp;
 pub mod pagerank;
@@ -117,6 +124,7 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("katz", "Katz centrality x = alpha A^T x + beta until the L1 change < |V| --tolerance (1e-6), --iterations (max, 1000), --alpha (0.1), --beta (1); unit norm unless --unnormalized (networkx katz_centrality)"),
     ("eigenvector", "eigenvector centrality: power iteration on A^T + I from 1/|V|, unit norm, until the L1 change < |V| --tolerance (1e-6), --iterations (max, 100), --weighted (networkx eigenvector_centrality)"),
     ("hits", "HITS hubs and authorities (columns hub, authority): power iteration a = A^T h, h = A a scaled by their maxima until the L1 change of h < --tolerance (1e-8), --iterations (max, 100), --weighted; divided by their sums unless --unnormalized (networkx hits)"),
+    ("louvain", "Louvain communities (Blondel et al. 2008), undirected stores: --resolution (1), --threshold (1e-7), --max-level, --seed; community = its smallest vertex id, modularity in the summary (networkx louvain_communities)"),
     ("bp", "belief propagation, 2-state pairwise MRF, evidence at --sources (or --num-sources); P(state 1) per vertex"),
 ];
 
@@ -239,6 +247,16 @@ pub fn run_algorithm(runner: &Runner, name: &str, params: &AlgorithmParams) -> R
                 weighted: params.weighted,
             };
             hits::run(runner, &config)?.into()
+        }
+        "louvain" => {
+            let defaults = louvain::Config::default();
+            let config = louvain::Config {
+                resolution: params.resolution.unwrap_or(defaults.resolution),
+                threshold: params.threshold.unwrap_or(defaults.threshold),
+                max_level: params.max_level.or(defaults.max_level),
+                seed: params.seed.or(defaults.seed),
+            };
+            louvain::run(runner, &config)?.into()
         }
         "bp" => {
             let config = bp::Config {

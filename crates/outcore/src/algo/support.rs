@@ -66,7 +66,13 @@ fn probe_all(dir: &std::path::Path) -> Result<Vec<AlgorithmSupport>> {
         directed: true,
         weighted: true,
     };
-    let stores = [build_in_memory(&dir.join("probe"), &graph)?, build_in_memory(&dir.join("points"), &points)?];
+    // The same graph undirected, for algorithms that refuse directed stores (louvain).
+    let undirected = InMemoryGraph { directed: false, ..graph.clone() };
+    let stores = [
+        build_in_memory(&dir.join("probe"), &graph)?,
+        build_in_memory(&dir.join("points"), &points)?,
+        build_in_memory(&dir.join("undirected"), &undirected)?,
+    ];
     let plan_graph = PlanGraph::of(&stores[0]);
     let mut matrix = Vec::new();
     for &(name, description) in ALGORITHMS {
