@@ -21,13 +21,15 @@ run_one() { # BIN_LABEL BIN ALGO ENGINE THREADS RUN
     local json="$out/$1-$3-$4-t$5-r$6.json" mem=8GiB run_store
     run_store=$(store_of "$1")
     sync; echo 3 > /proc/sys/vm/drop_caches || true
-    if [ "$4" = nwsm ]; then
-        mem=384MiB
-        mkdir -p "$cg"; echo 512M > "$cg/memory.limit_in_bytes"
-    fi
-    ( [ "$4" = nwsm ] && echo $BASHPID > "$cg/cgroup.procs"
+    # nwsm inside a 512 MiB group; inmem inside a 12 GiB one, so that a binary that overruns
+    # its 8 GiB budget (893c803's lcc did: 24 GB) is stopped there, not by the machine's OOM killer.
+    local limit=12G
+    if [ "$4" = nwsm ]; then mem=384MiB limit=512M; fi
+    mkdir -p "$cg"; echo "$limit" > "$cg/memory.limit_in_bytes"
+    ( echo $BASHPID > "$cg/cgroup.procs"
       RAYON_NUM_THREADS=$5 /usr/bin/time -f '%e %U %S %M' -o "$json.time" "$2" run "$3" --store "$run_store" \
-        --engine "$4" --memory "$mem" --quiet --output /dev/null --stats-json "$json" )
+        --engine "$4" --memory "$mem" --quiet --output /dev/null --stats-json "$json" ) ||
+        { echo "bench-tc: $1 $3 $4 t$5 failed (exit $?)" >&2; rm -f "$json" "$json.time"; }
 }
 case " $engines " in *" nwsm "*)
     "$old" run tc --store "$old_store" --engine nwsm --memory 384MiB --quiet --output /dev/null
@@ -40,9 +42,10 @@ for r in $(seq 1 "$runs"); do
     done; done; done
 done
 rmdir "$cg" 2>/dev/null || true
-python3 - "$out" "$store" "$runs" "$algos" "$engines" <<'PY'
+python3 - "$out" "$store" "$runs" "$algos" "$engines" "$threads" <<'PY'
 import json, os, statistics as st, sys
 out, store, runs, algos, engines = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split()
+threads = [int(t) for t in sys.argv[6].split()]
 if os.path.exists(os.path.join(store, 'CURRENT')):  # a generational store
     store = os.path.join(store, open(os.path.join(store, 'CURRENT')).read().strip())
 adj = sum(os.path.getsize(os.path.join(store, d, f)) for d in ('csr-out', 'csr-in')
@@ -54,7 +57,7 @@ for algo in algos:
     for engine in engines:
         for b in ('old', 'new'):
             walls = {}
-            for t in (1, 2):
+            for t in threads:
                 rows = []
                 for r in range(1, runs + 1):
                     p = f"{out}/{b}-{algo}-{engine}-t{t}-r{r}.json"
@@ -64,6 +67,7 @@ for algo in algos:
                     e, u, sy, m = open(p + '.time').read().split()[-4:]
                     rows.append((float(e), float(u) + float(sy), s.get('bytes_read', 0), int(m) / 1024))
                 if not rows:
+                    print(f"{b:4} {algo:4} {engine:6} {t:>3}   failed (see the log)")
                     continue
                 med = [st.median(x[i] for x in rows) for i in range(4)]
                 walls[t] = med[0]

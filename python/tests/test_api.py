@@ -186,8 +186,8 @@ def test_parameters_are_checked_before_any_work(tmp_path):
     g = outcore.Graph.from_edges([1, 2, 3], [2, 3, 1], store=tmp_path / "g")
     with pytest.raises(outcore.InvalidParameter, match="bfs does not take iterations"):
         g.bfs(1, iterations=3)
-    with pytest.raises(outcore.InvalidParameter, match="unknown algorithm 'louvain'"):
-        g.run("louvain")
+    with pytest.raises(outcore.InvalidParameter, match="unknown algorithm 'leiden'"):
+        g.run("leiden")
     with pytest.raises(outcore.InvalidParameter, match="iterations must be a non-negative integer"):
         g.pagerank(iterations=-1)
     with pytest.raises(outcore.InvalidParameter, match="not in the graph"):

@@ -96,6 +96,11 @@ fn pregel(reference: &Reference, params: &AlgorithmParams, memory: u64) -> Found
     let runner = Runner::new(&reference.store, options);
     let result = run_algorithm(&runner, "louvain", params).unwrap();
     assert_eq!(runner.engine(), EngineKind::Pregel);
+    // Half the budget is reserved for the community state and graph: the engine planned
+    // within the other half.
+    assert_eq!(runner.memory().bytes(), memory - memory / 2);
+    let planned: u64 = runner.finish("louvain").plan.map_or(0, |p| p.memory.iter().map(|m| m.bytes).sum());
+    assert!(planned <= memory / 2, "the engine planned {planned} bytes of a {memory}-byte budget");
     found(reference, result)
 }
 

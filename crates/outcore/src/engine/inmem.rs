@@ -77,7 +77,7 @@ pub fn estimated_memory_bytes(store: &Store) -> u64 {
 }
 
 fn check_budget(runner: &Runner, needed: u64) -> Result<()> {
-    let budget = runner.options().memory;
+    let budget = runner.memory();
     if needed > budget.bytes() {
         return Err(Error::MemoryBudget(format!(
             "the in-memory engine needs about {} for this graph ({} vertices, {} arcs) but the budget is {}; \
@@ -385,7 +385,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<Option<P::Msg>>() as u64 } else { 0 };
     let can_pull = program.supports_pull()
         && direction != EdgeDirection::Both
-        && needed_bytes(store, true, per_vertex + sent_bytes, 0) <= runner.options().memory.bytes();
+        && needed_bytes(store, true, per_vertex + sent_bytes, 0) <= runner.memory().bytes();
     let in_edges = direction != EdgeDirection::Out || can_pull;
     check_budget(runner, needed_bytes(store, in_edges, per_vertex, 0))?;
     let info = runner.graph_info();

@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::program::{GraphInfo, PregelProgram, VertexProgram, Wire};
 use crate::runtime::io::IoSnapshot;
-use crate::runtime::{peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
+use crate::runtime::{format_size, peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
 use crate::store::Store;
 use crate::VertexId;
 use planner::{CostModel, Explanation, PlanContext, PlanGraph, ProgramShape};
@@ -191,6 +191,9 @@ pub struct Runner {
     /// The ranks of a distributed run this process belongs to (e.g. under `mpirun`); `None`:
     /// a single process (multi-rank engines then run their ranks in-process).
     transport: Option<Arc<dyn crate::transport::Transport>>,
+    /// Bytes of the budget an algorithm holds itself beside the engine (see
+    /// [`reserve_memory`](Self::reserve_memory)); engines plan within the rest.
+    reserved: std::sync::atomic::AtomicU64,
 }
 
 impl Runner {
@@ -223,7 +226,31 @@ impl Runner {
             stats: Mutex::new(stats),
             cache_engine: Mutex::new(None),
             transport: None,
+            reserved: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The memory the engines may plan with: the run's budget less what the algorithm
+    /// reserved for state it keeps itself.
+    pub fn memory(&self) -> MemoryBudget {
+        let reserved = self.reserved.load(std::sync::atomic::Ordering::Relaxed);
+        MemoryBudget::new(self.options.memory.bytes().saturating_sub(reserved))
+    }
+
+    /// Takes `bytes` of the budget for state the algorithm keeps beside the engine (e.g.
+    /// Louvain's community arrays), so the engine plans within the rest and the whole run stays
+    /// within the budget; `what` names the state in the error when it does not fit.
+    pub fn reserve_memory(&self, bytes: u64, what: &str) -> Result<()> {
+        let left = self.memory().bytes();
+        if bytes > left {
+            return Err(Error::MemoryBudget(format!(
+                "{what} needs {}, and {} of the memory budget is left; raise --memory",
+                format_size(bytes),
+                format_size(left)
+            )));
+        }
+        self.reserved.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// Makes this process one rank of a distributed run: the pregel and nwsm engines then run
@@ -296,13 +323,8 @@ impl Runner {
     pub fn explain(&self, shapes: &[ProgramShape]) -> Explanation {
         let (graph, model) = self.plan_graph_and_model();
         let ranks = self.transport.as_ref().map_or(1, |t| t.ranks());
-        let ctx = PlanContext {
-            graph: &graph,
-            budget: self.options.memory.bytes(),
-            options: &self.options,
-            model: &model,
-            ranks,
-        };
+        let ctx =
+            PlanContext { graph: &graph, budget: self.memory().bytes(), options: &self.options, model: &model, ranks };
         Explanation::new(shapes, &ctx)
     }
 
@@ -338,7 +360,7 @@ impl Runner {
         let choice = if self.requested == EngineKind::Auto {
             let ranking = explanation.ranking();
             let Some(&best) = ranking.first() else {
-                let error = nothing_fits(&explanation, self.options.memory.bytes());
+                let error = nothing_fits(&explanation, self.memory().bytes());
                 *self.chosen.lock().unwrap() =
                     Some(Chosen { engine: EngineKind::Auto, reason: String::new(), explanation });
                 return Err(error);

@@ -19,8 +19,8 @@
 //! in id order, or shuffled by `seed`.
 //!
 //! Memory: the level-1 state ([`moving::STATE_BYTES_PER_VERTEX`] bytes a vertex) and the
-//! community graph must fit half the budget; the engine plans its own buffers within the budget
-//! beside them.
+//! community graph must fit half the budget, which the run reserves
+//! ([`Runner::reserve_memory`]); the engine plans its own buffers within the other half.
 
 pub mod coarse;
 pub mod moving;
@@ -113,13 +113,16 @@ pub fn run(runner: &Runner, config: &Config) -> Result<LouvainOutput> {
     if n > u32::MAX as u64 {
         return Err(Error::invalid(format!("louvain numbers communities in 32 bits; this graph has {n} vertices")));
     }
-    let half = runner.options().memory.bytes() / 2;
+    let half = runner.memory().bytes() / 2;
     if n * STATE_BYTES_PER_VERTEX > half {
         return Err(Error::MemoryBudget(format!(
             "louvain keeps {} of community state ({STATE_BYTES_PER_VERTEX} bytes per vertex), more than half the memory budget; raise --memory",
             format_size(n * STATE_BYTES_PER_VERTEX)
         )));
     }
+    // The community state and the community graph live beside the engine: the engine plans
+    // within the other half, so the whole run keeps to the budget.
+    runner.reserve_memory(half, "louvain's community state and community graph")?;
     let moving = LocalMoving::new(n as usize, config.resolution, config.threshold);
     runner.run_pregel_wire(&moving)?;
     let level1 = moving.finish();

@@ -379,7 +379,7 @@ impl CacheEngine {
         let options = &runner.options().cache;
         let store = runner.store();
         let n = store.num_vertices();
-        let budget = runner.options().memory.bytes();
+        let budget = runner.memory().bytes();
         let reserved_state = n * options.state_bytes_per_vertex;
         let offsets = (n + 1) * 8 * if store.is_directed() { 2 } else { 1 };
         let page_table = PageCache::page_table_bytes(total_pages);
@@ -394,7 +394,7 @@ impl CacheEngine {
                 format_size(reserved_state),
                 format_size(offsets),
                 format_size(page_table),
-                runner.options().memory
+                runner.memory()
             )));
         }
         let cache = budget - fixed;

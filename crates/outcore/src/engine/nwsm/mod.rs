@@ -345,7 +345,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     }
     let transport = runner.transport();
     let p = transport.map_or(options.ranks.max(1), |t| t.ranks());
-    let budget = runner.options().memory;
+    let budget = runner.memory();
     let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
     let wanted = plan_memory(n, p, k, options.page_size, budget.bytes(), 1)?;
     let io_before = runner.io_snapshot();

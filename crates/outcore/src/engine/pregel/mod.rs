@@ -141,7 +141,7 @@ fn ensure_partition(runner: &Runner, t: &dyn Transport) -> Result<()> {
     let job = partition::PartitionJob {
         store,
         recoded,
-        memory: runner.options().memory,
+        memory: runner.memory(),
         sort_buffer_bytes: None,
         progress: runner.progress(),
         cancel: runner.cancel_token(),
@@ -162,7 +162,7 @@ fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'
     RankSettings {
         transport,
         recoded: options.recoded,
-        message_file_size: message_file_size(options, runner.options().memory.bytes(), transport.ranks()),
+        message_file_size: message_file_size(options, runner.memory().bytes(), transport.ranks()),
         checkpoint_every: options.checkpoint_every,
         resume: options.resume,
     }

@@ -438,7 +438,7 @@ fn check_budget<S: StepProgram>(
     let buffers = (ranks + 5) * b + 3 * EDGE_BUFFER_BYTES as u64;
     let arrays = if in_memory_combine { (max_local as u64 + 2 * n_local as u64) * slot } else { 0 };
     let needed = vertex_part + buffers + arrays;
-    let budget = runner.options().memory;
+    let budget = runner.memory();
     if needed > budget.bytes() {
         return Err(Error::MemoryBudget(format!(
             "the pregel engine needs about {} on this rank ({n_local} vertices: {}; {} message buffers of {}; \

@@ -162,7 +162,7 @@ fn vertex_bytes<P: VertexProgram>() -> u64 {
 fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<ShardLayout> {
     let store = runner.store();
     let options = &runner.options().shards;
-    let budget = runner.options().memory.bytes();
+    let budget = runner.memory().bytes();
     let share = (budget as f64 * INTERVAL_SHARE) as u64;
     let n = store.num_vertices();
     let per_vertex = vertex_bytes::<P>();
@@ -181,7 +181,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
                  use more shards or leave --shards out",
                 format_size(share),
                 (INTERVAL_SHARE * 100.0) as u32,
-                runner.options().memory
+                runner.memory()
             )));
         }
         return Ok(layout);
@@ -196,7 +196,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
             format_size(hub_bytes),
             format_size(share),
             (INTERVAL_SHARE * 100.0) as u32,
-            runner.options().memory,
+            runner.memory(),
             format_size((hub_bytes as f64 / INTERVAL_SHARE) as u64 + 1)
         )));
     }
@@ -211,7 +211,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<Shard
                 p / 2,
                 n,
                 store.num_arcs(),
-                runner.options().memory
+                runner.memory()
             )));
         }
         let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
@@ -376,8 +376,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             static_records.push(pair);
         }
         let identity = edges::pod_bytes(&program.identity()).to_vec();
-        let direct =
-            DirectDelivery::new(layout.shards, runner.options().memory.bytes() / 32, work.0.clone(), counters.clone());
+        let direct = DirectDelivery::new(layout.shards, runner.memory().bytes() / 32, work.0.clone(), counters.clone());
         Ok(Executor {
             runner,
             program,
@@ -436,7 +435,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                         self.layout.width,
                         self.weights,
                         self.dirs,
-                        runner.options().memory.bytes() / 8,
+                        runner.memory().bytes() / 8,
                         runner.store().counters(),
                     )?)
                 }

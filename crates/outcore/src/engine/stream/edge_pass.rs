@@ -73,7 +73,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
     let store = runner.store();
     let options = &runner.options().stream;
     let n = store.num_vertices();
-    let memory = EdgePassMemory::new(n, pass.state_bytes_per_vertex(), runner.options().memory.bytes(), options)?;
+    let memory = EdgePassMemory::new(n, pass.state_bytes_per_vertex(), runner.memory().bytes(), options)?;
     let (layout, files) = open_layout(store, Direction::Out, false, io != IoMode::Buffered)?;
     let files = [files];
     let total_bytes = files[0].bytes();
@@ -81,7 +81,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
         && match io {
             IoMode::Buffered => false,
             IoMode::Direct => true,
-            IoMode::Auto => total_bytes > super::page_cache_estimate(runner.options().memory.bytes()),
+            IoMode::Auto => total_bytes > super::page_cache_estimate(runner.memory().bytes()),
         };
     let wide = target_bytes_for(n) == 8;
     let mut pool: Vec<EdgeBuffer> = (0..memory.buffers)

@@ -279,7 +279,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         directions.len() as u64 + degrees_apart as u64,
         std::mem::size_of::<P::Value>() as u64,
         std::mem::size_of::<P::Msg>() as u64,
-        runner.options().memory.bytes(),
+        runner.memory().bytes(),
         rayon::current_num_threads(),
         &options,
     )?;
@@ -323,7 +323,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         .collect();
     let mut pool: Vec<EdgeBuffer> =
         (0..plan.buffers).map(|_| EdgeBuffer::new(plan.buffer_bytes as usize, target_width, use_weights)).collect();
-    let page_cache = page_cache_estimate(runner.options().memory.bytes());
+    let page_cache = page_cache_estimate(runner.memory().bytes());
     runner.record_extra(
         "stream",
         serde_json::json!({
