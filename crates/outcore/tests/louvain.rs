@@ -214,7 +214,7 @@ fn pregel_out_of_core_equals_inmem() {
     for name in ["planted", "rmat10", "weighted_planted", "karate"] {
         let r = reference(name);
         let expected = inmem(&r, &params(1.0));
-        let got = pregel(&r, &params(1.0), 8 << 20);
+        let got = pregel(&r, &params(1.0), 16 << 20);
         assert_eq!(got, expected, "{name}");
         assert!(got.modularity >= networkx_mean(&r, "resolution_1") - 0.02);
     }
@@ -230,7 +230,7 @@ fn pregel_equals_inmem_when_original_ids_are_not_dense_ids() {
     r.edges = r.edges.iter().map(|&(s, t, w)| (3 * s + 7, 3 * t + 7, w)).collect();
     r.store = inmem_support::store_with_ids(&dir.path().join("s"), r.ids.clone(), &r.edges, false, true);
     let expected = inmem(&r, &params(1.0));
-    assert_eq!(pregel(&r, &params(1.0), 8 << 20), expected);
+    assert_eq!(pregel(&r, &params(1.0), 16 << 20), expected);
     assert!((expected.modularity - brute_force_modularity(&r, &expected.partition, 1.0)).abs() < 1e-9);
 }
 
