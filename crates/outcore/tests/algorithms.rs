@@ -483,6 +483,15 @@ fn registry_runs_every_algorithm_and_rejects_bad_requests() {
             assert!(err.to_string().contains("same number of coordinates"), "{err}");
             continue;
         }
+        if *name == "louvain" {
+            // Undirected stores only: a clear refusal here; the same triangle undirected runs.
+            let err = run_algorithm(&r, name, &AlgorithmParams::default()).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("undirected"), "{err}");
+            let u = store(&dir.path().join("undirected"), 4, &[(0, 1, 1.0), (1, 2, 2.0), (2, 0, 0.5)], false, true);
+            let result = run_algorithm(&runner(&u), name, &AlgorithmParams::default()).unwrap();
+            assert_eq!(result.columns[0].1.len(), 4, "{name}");
+            continue;
+        }
         let result = run_algorithm(&r, name, &params_with_source("1")).unwrap();
         assert_eq!(result.algorithm, *name);
         assert_eq!(result.columns[0].1.len(), 4, "{name}");
