@@ -373,13 +373,13 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
             }
         }
     };
-    // The manifest as it is now: a layout built (or rebuilt under the same name) just now is
-    // listed with its files' checksums.
-    let fresh = Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
-    let store = &fresh;
     // Held for the whole run: a finer layout built meanwhile does not remove this one.
     let _in_use = partition::LayoutLock::shared(store, &layout.name)?;
-    if !BbpLayout::all(&Store::open(store.dir())?).iter().any(|l| l.name == layout.name) {
+    // The manifest as it is now, under the lock: the layout is still listed, and one built (or
+    // rebuilt under the same name) just now is read with its files' checksums.
+    let fresh = Store::open_with(runner.store().dir(), runner.store().counters().clone())?;
+    let store = &fresh;
+    if !BbpLayout::all(store).iter().any(|l| l.name == layout.name) {
         return Err(Error::store(
             store.dir(),
             format!("{} was removed while this run started; run again", layout.name),
