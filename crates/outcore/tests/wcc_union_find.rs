@@ -81,12 +81,13 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let s = build(dir.path(), n, &arcs, directed);
         let want = reference(n, &arcs);
-        for engine in [EngineKind::InMemory, EngineKind::Stream] {
-            let (got, stats) = run(&s, engine, 4 << 20, Method::UnionFind);
+        for engine in [EngineKind::InMemory, EngineKind::Stream, EngineKind::Cache] {
+            // 8 MiB: the cache engine's propagation needs 4 MiB of bookkeeping plus its pages.
+            let (got, stats) = run(&s, engine, 8 << 20, Method::UnionFind);
             prop_assert_eq!(&got, &want, "union-find on {}", engine.name());
             prop_assert_eq!(stats.per_iteration.len(), 1);
             prop_assert!(stats.extra.contains_key("edge_pass"));
-            let (got, stats) = run(&s, engine, 4 << 20, Method::Propagation);
+            let (got, stats) = run(&s, engine, 8 << 20, Method::Propagation);
             prop_assert_eq!(&got, &want, "propagation on {}", engine.name());
             prop_assert!(!stats.extra.contains_key("edge_pass"));
         }
@@ -112,6 +113,15 @@ fn a_pass_over_many_buffers_finds_the_components() {
     let (got, stats) = run(&s, EngineKind::Auto, 64 << 20, Method::Auto);
     assert_eq!(got, want);
     assert!(stats.extra.contains_key("edge_pass"), "auto chose the edge pass: {}", stats.engine_reason);
+    // The cache engine keeps vertex state in memory too: one streamed pass, not six rounds of
+    // page requests, with the same components.
+    let (got, stats) = run(&s, EngineKind::Cache, 1 << 20, Method::Auto);
+    assert_eq!(got, want);
+    assert!(stats.extra.contains_key("edge_pass"), "cache chose the edge pass");
+    assert_eq!(stats.per_iteration.len(), 1);
+    let read = stats.per_iteration[0].bytes_read;
+    let csr_out = s.manifest().files["csr-out/targets"].bytes;
+    assert!(read >= csr_out && read < csr_out + csr_out / 4, "one pass over csr-out: {read} bytes for {csr_out}");
 }
 
 /// On a reordered store dense ids no longer follow original ids: the label is still the
@@ -129,7 +139,7 @@ fn reordered_stores_keep_the_smallest_original_id() {
         reorder(&shuffled, VertexOrder::Random { seed: 5 }, MemoryBudget::new(64 << 20), &NoProgress).unwrap();
     let ids = shuffled.ids().unwrap().all_u64().unwrap();
     for method in [Method::UnionFind, Method::Propagation] {
-        for engine in [EngineKind::InMemory, EngineKind::Stream] {
+        for engine in [EngineKind::InMemory, EngineKind::Stream, EngineKind::Cache] {
             let (labels, _) = run(&shuffled, engine, 64 << 20, method);
             // In original ids: vertex ids[v] is labelled ids[labels[v]].
             let mut got = vec![0; n as usize];

@@ -94,7 +94,7 @@ pub struct RunArgs {
     /// Raw values instead of networkx's normalised ones: bc, katz, hits (scaled by the maxima).
     #[arg(long)]
     unnormalized: bool,
-    /// How wcc finds components: union-find (one pass over the edges; inmem, stream) or
+    /// How wcc finds components: union-find (one pass over the edges; inmem, stream, cache) or
     /// propagation (label propagation rounds; every engine). Default: the planner chooses.
     #[arg(long, value_parser = ["auto", "union-find", "propagation"])]
     method: Option<String>,

@@ -11,7 +11,7 @@
 //! original ids, so labels propagate as original-id *ranks* ([`Runner::original_ranks`]) and
 //! are mapped back to the dense id of the component's smallest original id at the end.
 //!
-//! Where the vertex state is in memory (inmem, stream) components come from **union-find** in
+//! Where the vertex state is in memory (inmem, stream, cache) components come from **union-find** in
 //! one pass over the arcs instead ([`UnionFind`], an [`EdgePass`]): each arc hooks the larger of
 //! its two roots under the smaller with a compare-and-swap (Shiloach–Vishkin hooking, as in the
 //! GAP benchmark's Afforest; Sutton et al., IPDPS'18), finds halve their paths as they go. A
@@ -49,7 +49,7 @@ pub enum Method {
     /// Whatever the planner expects to be fastest within the budget.
     #[default]
     Auto,
-    /// Union-find in one pass over the arcs (inmem, stream; below 2^32 vertices).
+    /// Union-find in one pass over the arcs (inmem, stream, cache; below 2^32 vertices).
     UnionFind,
     /// Label propagation rounds (a vertex program, or one-level queries on nwsm).
     Propagation,

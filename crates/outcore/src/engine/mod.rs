@@ -611,13 +611,19 @@ impl Runner {
     }
 
     /// Runs an [`EdgePass`](crate::program::EdgePass): every arc of csr-out once, from all
-    /// threads (`stream::edge_pass`); streamed from disk on stream, through the page cache on
-    /// inmem.
+    /// threads (`stream::edge_pass`); streamed from disk on stream and cache, through the page
+    /// cache on inmem. The cache engine keeps vertex state in memory as stream does, so a pass
+    /// is the same sequential read for it: its page and static caches would only be filled to
+    /// serve each page once, and they are dropped first so the pass has the whole budget.
     pub fn run_edge_pass<P: crate::program::EdgePass>(&self, pass: &P) -> Result<()> {
         let shape = ProgramShape::edge_pass(pass.state_bytes_per_vertex());
         self.run_on(shape, |engine| match engine {
             EngineKind::InMemory | EngineKind::Auto => stream::edge_pass::run(self, pass, stream::IoMode::Buffered),
             EngineKind::Stream => stream::edge_pass::run(self, pass, self.options.stream.io),
+            EngineKind::Cache => {
+                *self.cache_engine.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                stream::edge_pass::run(self, pass, self.options.stream.io)
+            }
             other => Err(unsupported(other, &[shape], &self.plan_graph_and_model().0)),
         })
     }

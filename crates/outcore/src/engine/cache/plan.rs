@@ -34,10 +34,17 @@ impl Engine for CacheEngine {
     }
 
     fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
-        shape.form.refused_by(ProgramForm::Vertex).or_else(|| state_refusal(shape, &CacheOptions::default()))
+        match shape.form {
+            ProgramForm::EdgePass => None,
+            form => form.refused_by(ProgramForm::Vertex).or_else(|| state_refusal(shape, &CacheOptions::default())),
+        }
     }
 
     fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+        if shape.form == ProgramForm::EdgePass {
+            // The same streamed pass as stream's (Runner::run_edge_pass), at stream's rate.
+            return crate::engine::stream::edge_pass::plan(self.kind(), shape, ctx, ctx.model.rates.stream);
+        }
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         let options: &CacheOptions = &ctx.options.cache;
