@@ -135,25 +135,44 @@ impl IdMap {
     /// Visits every vertex in ascending original-id order as `(dense, original)`, reading the
     /// id files in large sequential chunks: a chunk of `by-original` gives dense ids, and the
     /// originals of the span of dense ids it covers are read in one request when the span is
-    /// compact (always so in an unreordered store, where `by-original` is the identity).
-    pub fn for_each_by_original(&self, mut visit: impl FnMut(u64, &OriginalId) -> Result<()>) -> Result<()> {
-        const CHUNK: u64 = 1 << 16;
-        let mut dense = vec![0u64; CHUNK as usize];
+    /// compact (always so in an unreordered store, where `by-original` is the identity). In a
+    /// reordered store a chunk's dense ids are scattered over the whole file: they are sorted
+    /// and their originals read in runs of at most [`ORIGINAL_RUN`] entries, so writing results
+    /// costs a few hundred requests per chunk instead of one 8-byte read per vertex (2.4 M reads,
+    /// 2 s of a 2.7 s BFS on a norder-ordered RMAT-22).
+    pub fn for_each_by_original(&self, visit: impl FnMut(u64, &OriginalId) -> Result<()>) -> Result<()> {
+        self.for_each_by_original_in_chunks(1 << 18, visit)
+    }
+
+    /// [`for_each_by_original`](Self::for_each_by_original) reading `chunk` entries of
+    /// `by-original` at a time.
+    fn for_each_by_original_in_chunks(
+        &self,
+        chunk: u64,
+        mut visit: impl FnMut(u64, &OriginalId) -> Result<()>,
+    ) -> Result<()> {
+        let mut dense = vec![0u64; chunk as usize];
         let mut originals = Vec::new();
         let mut start = 0;
         while start < self.vertices {
-            let n = CHUNK.min(self.vertices - start) as usize;
+            let n = chunk.min(self.vertices - start) as usize;
             self.by_original.read_u64s_at(start, &mut dense[..n])?;
             let (lo, hi) = dense[..n].iter().fold((u64::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
             match &self.original {
-                Some(file) if hi - lo < 4 * CHUNK => {
+                Some(file) if hi - lo < 4 * chunk => {
                     originals.resize((hi - lo + 1) as usize, 0);
                     file.read_u64s_at(lo, &mut originals)?;
                     for &d in &dense[..n] {
                         visit(d, &OriginalId::U64(originals[(d - lo) as usize]))?;
                     }
                 }
-                _ => {
+                Some(file) => {
+                    read_scattered(file, &dense[..n], &mut originals)?;
+                    for (&d, &original) in dense[..n].iter().zip(&originals) {
+                        visit(d, &OriginalId::U64(original))?;
+                    }
+                }
+                None => {
                     for &d in &dense[..n] {
                         visit(d, &self.original(d)?)?;
                     }
@@ -170,5 +189,88 @@ impl IdMap {
         let mut out = vec![0u64; self.vertices as usize];
         file.read_u64s_at(0, &mut out)?;
         Ok(out)
+    }
+}
+
+/// Entries of `ids/original` read in one request when gathering scattered dense ids.
+const ORIGINAL_RUN: u64 = 8 << 10;
+
+/// `out[i]` = entry `dense[i]` of the u64 file `file`, for dense ids in any order: the ids are
+/// visited sorted and the entries read in runs spanning at most [`ORIGINAL_RUN`] entries.
+fn read_scattered(file: &StoreFile, dense: &[u64], out: &mut Vec<u64>) -> Result<()> {
+    let mut order: Vec<u32> = (0..dense.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| dense[i as usize]);
+    out.clear();
+    out.resize(dense.len(), 0);
+    let mut run = Vec::with_capacity(ORIGINAL_RUN as usize);
+    let mut i = 0;
+    while i < order.len() {
+        let first = dense[order[i] as usize];
+        let mut j = i;
+        while j < order.len() && dense[order[j] as usize] - first < ORIGINAL_RUN {
+            j += 1;
+        }
+        let last = dense[order[j - 1] as usize];
+        run.resize((last - first + 1) as usize, 0);
+        file.read_u64s_at(first, &mut run)?;
+        for &k in &order[i..j] {
+            out[k as usize] = run[(dense[k as usize] - first) as usize];
+        }
+        i = j;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{MemoryBudget, NoProgress};
+    use crate::store::order::{reorder, VertexOrder};
+    use crate::store::{build_in_memory, InMemoryGraph, OriginalIds};
+
+    /// A randomly renumbered store of `n` vertices with original ids 3v + 7.
+    fn shuffled(dir: &std::path::Path, n: u64) -> Store {
+        let edges = (0..n as usize - 1).map(|v| (v, v + 1, 1.0)).collect();
+        let graph = InMemoryGraph {
+            vertices: OriginalIds::U64((0..n).map(|v| 3 * v + 7).collect()),
+            edges,
+            directed: true,
+            weighted: false,
+        };
+        let store = build_in_memory(&dir.join("s"), &graph).unwrap();
+        reorder(&store, VertexOrder::Random { seed: 9 }, MemoryBudget::new(64 << 20), &NoProgress).unwrap()
+    }
+
+    #[test]
+    fn scattered_reads_equal_one_read_per_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = shuffled(dir.path(), 30_000);
+        let ids = IdMap::open(&store).unwrap();
+        let file = ids.original.as_ref().unwrap();
+        // Scattered ids with repeats, runs longer than ORIGINAL_RUN and the last entry.
+        let mut dense: Vec<u64> = (0..20_000u64).map(|i| (i * 7919) % 30_000).collect();
+        dense.extend([0, 29_999, 29_999, 15_000]);
+        let mut got = Vec::new();
+        read_scattered(file, &dense, &mut got).unwrap();
+        let want: Vec<u64> = dense.iter().map(|&d| file.read_u64_at(d).unwrap()).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_chunking_visits_in_ascending_original_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = shuffled(dir.path(), 5_000);
+        let ids = IdMap::open(&store).unwrap();
+        for chunk in [1, 64, 1 << 18] {
+            let mut seen = Vec::new();
+            ids.for_each_by_original_in_chunks(chunk, |dense, original| {
+                assert_eq!(ids.original(dense)?, *original);
+                seen.push(original.clone());
+                Ok(())
+            })
+            .unwrap();
+            let want: Vec<OriginalId> = (0..5_000).map(|v| OriginalId::U64(3 * v + 7)).collect();
+            assert_eq!(seen, want, "chunk {chunk}");
+        }
     }
 }
