@@ -153,6 +153,45 @@ fn static_cache_serves_lists_and_selection_is_saved_and_reused() {
     assert_eq!(plain.finish("bfs").extra["static_cache_hits"], 0);
 }
 
+/// Lists are scattered from all threads (`cache/parts.rs`): with three threads the
+/// run records three parts, and bfs and pr give what one thread gives (bfs exactly, pr within
+/// rounding: the parts fold in a fixed order), with the same lists served by the static cache.
+#[test]
+fn cached_lists_are_scattered_from_every_thread_with_the_same_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = build(&tmp.path().join("s"), &rmat(12, 8, 7, true));
+    let cases = [
+        ("bfs", AlgorithmParams { source: Some(original(0)), ..params() }),
+        ("pr", AlgorithmParams { iterations: Some(5), ..params() }),
+    ];
+    // Small pages with a static cache, and 8 KiB pages without one (batches of the whole
+    // graph's 32 Ki edges, cut into groups per part).
+    let setups = [(512, SelectionMethod::Gvs, 64 << 10), (8192, SelectionMethod::None, 1 << 20)];
+    for ((name, p), (page, selection, cache)) in cases.iter().flat_map(|c| setups.iter().map(move |s| (c, s))) {
+        let context = format!("{name}, page {page}, {}", selection.name());
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let runner = cache_runner(&store, *page, *selection, *cache);
+                let result = run(&runner, name, p);
+                (result, runner.finish(name))
+            })
+        };
+        let (one, one_stats) = on(1);
+        let (three, three_stats) = on(3);
+        assert_eq!(one_stats.extra["scatter_parts"], 1, "{context}");
+        assert_eq!(three_stats.extra["scatter_parts"], 3, "{context}");
+        assert_eq!(one_stats.extra["static_cache_hits"], three_stats.extra["static_cache_hits"], "{context}");
+        assert_eq!(one_stats.extra["pages_read"], three_stats.extra["pages_read"], "{context}");
+        assert!(three_stats.extra["pages_read"].as_u64().unwrap() > 0, "{context}");
+        if *selection != SelectionMethod::None {
+            assert!(three_stats.extra["static_cache_hits"].as_u64().unwrap() > 0, "{context}");
+        }
+        assert_same(&three, &one, &format!("{context}: 3 parts against 1"));
+        assert_same(&three, &run(&inmem_runner(&store), name, p), &format!("{context}: 3 parts against inmem"));
+    }
+}
+
 #[test]
 fn gvs_reads_fewer_bytes_than_page_cache_alone_at_equal_memory() {
     // The paper's claim (§5.1) at small scale, judged by bytes read (deterministic), not time.

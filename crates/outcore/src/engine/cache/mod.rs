@@ -23,7 +23,8 @@
 //! paper's standard configuration, 5 % of the graph as page cache plus 20 % as BASC, §5.1 and
 //! §5.3; Figure 7 shows the time falling steadily as the BASC share grows to 90 %) holds whole
 //! lists of pre-selected vertices of `csr-out`, fixed for the run. A vertex found there is
-//! scattered without any page lookup. The selection (`selection.rs`: GVS, HighD, LowD,
+//! scattered without any page lookup, from all threads before the page pipeline runs
+//! ([`static_scatter`]). The selection (`selection.rs`: GVS, HighD, LowD,
 //! Random) is computed once per store, page size and size, saved in the store and reused.
 //!
 //! **Memory.** From `--memory` the engine first reserves `state_bytes_per_vertex` (64 by
@@ -39,6 +40,7 @@
 //! cover more than one page), evictions, and the selection's and loading's cost.
 
 pub mod page_cache;
+mod parts;
 pub mod plan;
 pub mod requests;
 pub mod selection;
@@ -53,14 +55,13 @@ use serde_json::{json, Map, Value};
 pub use selection::SelectionMethod;
 
 use self::page_cache::PageCache;
+use self::parts::{ListRun, Parallel, Parts, ScatterContext, Serial, Sink};
 use self::requests::{merge_requests, perform, PagedFile, ReadJob, MAX_PAGES_PER_REQUEST};
 use self::selection::{chunk_edges_within, select, working_bytes, SelectionInput};
 use self::static_cache::StaticCache;
 use super::{IterationStats, Runner};
 use crate::error::{Error, Result};
-use crate::program::{
-    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
-};
+use crate::program::{add_global_sums, global_contributions, Control, EdgeDirection, IterationContext, VertexProgram};
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::manifest::{FileEntry, LayoutEntry, Manifest, MANIFEST_FILE};
 use crate::store::order::{in_degrees, read_all_offsets};
@@ -533,6 +534,9 @@ impl CacheEngine {
             (EdgeDirection::Both, true) => &[Direction::Out, Direction::In],
         };
         let with_weights = program.uses_weights() && info.weighted;
+        let parts = parts::parts_within::<P>(self.options.state_bytes_per_vertex, rayon::current_num_threads());
+        runner.record_extra("scatter_parts", (parts as u64).into());
+        let mut parts = (parts > 1).then(|| Parts::new(parts, n, program.identity()));
 
         let mut values: Vec<P::Value> = (0..n).map(|v| program.init(v, &info)).collect();
         let mut acc: Vec<P::Msg> = vec![program.identity(); n as usize];
@@ -565,46 +569,49 @@ impl CacheEngine {
 
             let mut edges_processed = 0u64;
             for &direction in directions {
-                let out_offsets = &self.out.offsets;
-                let mut emit = |source: u64, targets: &[u8], weights: Option<&[u8]>, target_bytes: usize| {
-                    let value = &values[source as usize];
-                    let source_out_degree = out_offsets[source as usize + 1] - out_offsets[source as usize];
-                    let count = targets.len() / target_bytes;
-                    edges_processed += count as u64;
-                    for i in 0..count {
-                        let raw = &targets[i * target_bytes..(i + 1) * target_bytes];
-                        let target = if target_bytes == 4 {
-                            u32::from_le_bytes(raw.try_into().unwrap()) as u64
-                        } else {
-                            u64::from_le_bytes(raw.try_into().unwrap())
-                        };
-                        let weight = match weights {
-                            Some(w) => f64::from_le_bytes(w[i * 8..i * 8 + 8].try_into().unwrap()),
-                            None => 1.0,
-                        };
-                        if let Some(msg) = program.scatter(value, EdgeRef { source, target, weight, source_out_degree })
-                        {
-                            let t = target as usize;
-                            acc[t] = program.combine(acc[t], msg);
-                            received.set(target);
-                        }
-                    }
-                };
                 let adjacency = match direction {
                     Direction::Out => &self.out,
                     Direction::In => self.inn.as_ref().unwrap_or(&self.out),
+                };
+                let static_cache = if adjacency.static_cached { self.static_cache.as_ref() } else { None };
+                let context = ScatterContext {
+                    program,
+                    values: &values,
+                    out_offsets: &self.out.offsets,
+                    width: adjacency.target_bytes as usize,
+                };
+                // All threads: the cached lists first, by source range; the pipeline then
+                // delivers only the paged ones (parts.rs).
+                let (mut serial, mut parallel);
+                let (sink, static_scattered): (&mut dyn Sink, bool) = match parts.as_mut() {
+                    Some(parts) => {
+                        parallel = Parallel { context, parts, edges: 0 };
+                        if let Some(cache) = static_cache {
+                            self.counters.static_hits += parallel.static_lists(cache, &active, with_weights);
+                        }
+                        (&mut parallel, static_cache.is_some())
+                    }
+                    None => {
+                        serial = Serial { context, acc: &mut acc, received: &mut received, edges: 0 };
+                        (&mut serial, false)
+                    }
                 };
                 let mut frontier = Frontier {
                     options: &self.options,
                     page_cache: &mut self.page_cache,
                     files: &self.files,
                     adjacency,
-                    static_cache: if adjacency.static_cached { self.static_cache.as_ref() } else { None },
+                    static_cache,
+                    static_scattered,
                     with_weights,
                     counters: &mut self.counters,
                     store: runner.store(),
                 };
-                frontier.scatter(&active, &mut emit)?;
+                frontier.scatter(&active, sink)?;
+                edges_processed += sink.edges();
+            }
+            if let Some(parts) = parts.as_mut() {
+                parts.fold_into(program, &mut acc, &mut received);
             }
 
             let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
@@ -733,20 +740,19 @@ struct Frontier<'a> {
     files: &'a [PagedFile],
     adjacency: &'a Adjacency,
     static_cache: Option<&'a StaticCache>,
+    /// The cached lists were scattered already ([`Parallel::static_lists`]): skip them.
+    static_scattered: bool,
     with_weights: bool,
     counters: &'a mut EngineCounters,
     store: &'a Store,
 }
-
-/// Called with a source vertex and a run of its raw targets (and weights), `target_bytes` wide.
-type Emit<'e> = dyn FnMut(u64, &[u8], Option<&[u8]>, usize) + 'e;
 
 impl Frontier<'_> {
     fn max_batch_pages(&self) -> usize {
         (self.page_cache.frames() / PIPELINE_DEPTH).clamp(2, MAX_BATCH_PAGES)
     }
 
-    fn scatter(&mut self, active: &Bitmap, emit: &mut Emit) -> Result<()> {
+    fn scatter(&mut self, active: &Bitmap, sink: &mut dyn Sink) -> Result<()> {
         let threads = self.options.io_threads.max(1);
         let files = self.files;
         let counters = self.store.counters().clone();
@@ -762,18 +768,23 @@ impl Frontier<'_> {
                     }
                 });
             }
-            let result = self.pipeline(active, emit, &jobs);
+            let result = self.pipeline(active, sink, &jobs);
             drop(jobs);
             result
         })
     }
 
-    fn pipeline(&mut self, active: &Bitmap, emit: &mut Emit, jobs: &crossbeam_channel::Sender<ReadJob>) -> Result<()> {
+    fn pipeline(
+        &mut self,
+        active: &Bitmap,
+        sink: &mut dyn Sink,
+        jobs: &crossbeam_channel::Sender<ReadJob>,
+    ) -> Result<()> {
         let mut cursor = Cursor { next: active.next_one(0), resume_edge: None };
         let mut in_flight: VecDeque<Batch> = VecDeque::new();
         loop {
             while in_flight.len() < PIPELINE_DEPTH && cursor.next.is_some() {
-                let batch = self.build_batch(active, &mut cursor, emit, jobs)?;
+                let batch = self.build_batch(active, &mut cursor, sink, jobs)?;
                 if !batch.segments.is_empty() {
                     in_flight.push_back(batch);
                 }
@@ -796,7 +807,7 @@ impl Frontier<'_> {
                 }
                 return Err(e);
             }
-            self.compute(&batch, emit);
+            self.compute(&batch, sink);
             for &frame in &batch.pinned {
                 self.page_cache.unpin(frame);
             }
@@ -811,7 +822,7 @@ impl Frontier<'_> {
         &mut self,
         active: &Bitmap,
         cursor: &mut Cursor,
-        emit: &mut Emit,
+        sink: &mut dyn Sink,
         jobs: &crossbeam_channel::Sender<ReadJob>,
     ) -> Result<Batch> {
         let page_size = self.options.page_size;
@@ -834,8 +845,14 @@ impl Frontier<'_> {
             }
             if start == s {
                 if let Some((targets, weights)) = self.static_cache.and_then(|c| c.get(v)) {
-                    self.counters.static_hits += 1;
-                    emit(v, targets, if self.with_weights { weights } else { None }, tb as usize);
+                    if !self.static_scattered {
+                        self.counters.static_hits += 1;
+                        sink.lists(&[ListRun {
+                            source: v,
+                            targets,
+                            weights: if self.with_weights { weights } else { None },
+                        }]);
+                    }
                     cursor.next = active.next_one(v + 1);
                     continue;
                 }
@@ -936,11 +953,13 @@ impl Frontier<'_> {
     }
 
     /// Scatters the segments of a batch whose reads have all completed.
-    fn compute(&mut self, batch: &Batch, emit: &mut Emit) {
+    fn compute(&mut self, batch: &Batch, sink: &mut dyn Sink) {
         let page_size = self.options.page_size;
         let tb = self.adjacency.target_bytes;
         let weights_file = if self.with_weights { self.adjacency.weights } else { None };
         let targets_first_page = self.files[self.adjacency.targets].first_page;
+        // First where each run lies (marking the bytes used), then the runs to the sink at once.
+        let mut spans = Vec::new();
         for seg in &batch.segments {
             let mut edge = seg.first;
             while edge < seg.end {
@@ -966,11 +985,19 @@ impl Frontier<'_> {
                     self.page_cache.mark_used(w_frame, ws, we);
                     (w_frame, ws, we)
                 });
-                let targets = &self.page_cache.frame_bytes(t_frame)[ts..te];
-                let weights = weights_range.map(|(f, ws, we)| &self.page_cache.frame_bytes(f)[ws..we]);
-                emit(seg.vertex, targets, weights, tb as usize);
+                spans.push((seg.vertex, t_frame, ts, te, weights_range));
                 edge = run_end;
             }
         }
+        let cache = &*self.page_cache;
+        let runs: Vec<ListRun> = spans
+            .into_iter()
+            .map(|(source, frame, ts, te, weights)| ListRun {
+                source,
+                targets: &cache.frame_bytes(frame)[ts..te],
+                weights: weights.map(|(f, ws, we)| &cache.frame_bytes(f)[ws..we]),
+            })
+            .collect();
+        sink.lists(&runs);
     }
 }

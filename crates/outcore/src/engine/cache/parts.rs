@@ -1,0 +1,240 @@
+//! Where the cache engine's scatter puts messages: one accumulator (one thread), or one part per
+//! thread folded at the end of the iteration (issue 16: cache within 1.5× of stream).
+//!
+//! With Norder and GVS the static cache serves almost every list a BFS-like iteration visits,
+//! and the page cache most of the rest: the iterations are compute-bound, and the scatter ran
+//! on one thread while the stream engine scatters from every core. With [`Parts`] each batch of
+//! lists the page pipeline delivers is cut into one contiguous group per part, balanced by
+//! edges, and the static cache's lists into one contiguous source range per part; each part
+//! folds into its own messages and flags. At the end of the iteration the parts are folded
+//! into the accumulator in part order, and emptied on the way, so results depend on the number
+//! of parts, never on timing.
+//!
+//! Memory: a part's messages and flags per vertex, within the engine's reserved state per vertex
+//! ([`parts_within`]); when not even two parts fit there the scatter runs on one thread.
+
+use rayon::prelude::*;
+
+use super::static_cache::StaticCache;
+use super::Bitmap;
+use crate::program::{EdgeRef, VertexProgram};
+
+/// How many parts fit `reserved` bytes per vertex beside the program's value and message and
+/// the iteration's flag (at most `threads`; 1 — no parts — when fewer than two fit).
+pub(super) fn parts_within<P: VertexProgram>(reserved: u64, threads: usize) -> usize {
+    let msg = std::mem::size_of::<P::Msg>() as u64;
+    let base = std::mem::size_of::<P::Value>() as u64 + msg + 1;
+    let fit = (reserved.saturating_sub(base) / (msg + 1)) as usize;
+    if fit >= 2 && threads >= 2 {
+        fit.min(threads)
+    } else {
+        1
+    }
+}
+
+/// A run of one vertex's list: raw targets (`width` bytes each) and, when the program reads
+/// them, weights.
+pub(super) struct ListRun<'a> {
+    pub source: u64,
+    pub targets: &'a [u8],
+    pub weights: Option<&'a [u8]>,
+}
+
+/// Receives the lists of an iteration, a batch at a time.
+pub(super) trait Sink {
+    fn lists(&mut self, runs: &[ListRun<'_>]);
+    /// Edges scattered so far.
+    fn edges(&self) -> u64;
+}
+
+/// What every sink needs to scatter a run.
+pub(super) struct ScatterContext<'a, P: VertexProgram> {
+    pub program: &'a P,
+    pub values: &'a [P::Value],
+    pub out_offsets: &'a [u64],
+    /// Bytes per target.
+    pub width: usize,
+}
+
+impl<P: VertexProgram> ScatterContext<'_, P> {
+    /// Scatters one run into `msgs`/`received`; returns its edges.
+    fn run(&self, run: &ListRun<'_>, msgs: &mut [P::Msg], received: &mut Bitmap) -> u64 {
+        let (program, source, width) = (self.program, run.source, self.width);
+        let value = &self.values[source as usize];
+        let source_out_degree = self.out_offsets[source as usize + 1] - self.out_offsets[source as usize];
+        let count = run.targets.len() / width;
+        for (i, raw) in run.targets.chunks_exact(width).enumerate() {
+            let target = if width == 4 {
+                u32::from_le_bytes(raw.try_into().unwrap()) as u64
+            } else {
+                u64::from_le_bytes(raw.try_into().unwrap())
+            };
+            let weight = run.weights.map_or(1.0, |w| f64::from_le_bytes(w[i * 8..i * 8 + 8].try_into().unwrap()));
+            if let Some(msg) = program.scatter(value, EdgeRef { source, target, weight, source_out_degree }) {
+                let t = target as usize;
+                msgs[t] = program.combine(msgs[t], msg);
+                received.set(target);
+            }
+        }
+        count as u64
+    }
+}
+
+/// One thread: straight into the iteration's accumulator.
+pub(super) struct Serial<'a, P: VertexProgram> {
+    pub context: ScatterContext<'a, P>,
+    pub acc: &'a mut [P::Msg],
+    pub received: &'a mut Bitmap,
+    pub edges: u64,
+}
+
+impl<P: VertexProgram> Sink for Serial<'_, P> {
+    fn lists(&mut self, runs: &[ListRun<'_>]) {
+        for run in runs {
+            self.edges += self.context.run(run, self.acc, self.received);
+        }
+    }
+    fn edges(&self) -> u64 {
+        self.edges
+    }
+}
+
+/// One part's messages and the targets it touched.
+struct Part<M> {
+    msgs: Vec<M>,
+    received: Bitmap,
+}
+
+/// The parts of a run: allocated once, emptied by every [`fold_into`](Parts::fold_into).
+pub(super) struct Parts<M> {
+    parts: Vec<Part<M>>,
+}
+
+impl<M: Copy + Send + Sync> Parts<M> {
+    pub fn new(parts: usize, vertices: u64, identity: M) -> Parts<M> {
+        let part = || Part { msgs: vec![identity; vertices as usize], received: Bitmap::new(vertices) };
+        Parts { parts: (0..parts).map(|_| part()).collect() }
+    }
+
+    pub fn count(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Folds every part into `acc`/`received` in part order and empties the parts, 64
+    /// vertices (one flag word) at a time, blocks of words in parallel.
+    pub fn fold_into<P: VertexProgram<Msg = M>>(&mut self, program: &P, acc: &mut [M], received: &mut Bitmap) {
+        const WORDS: usize = 1024;
+        let identity = program.identity();
+        let mut part_blocks: Vec<_> = self
+            .parts
+            .iter_mut()
+            .map(|p| p.msgs.chunks_mut(64 * WORDS).zip(p.received.words.chunks_mut(WORDS)))
+            .collect();
+        // Block b of every part beside block b of the accumulator.
+        let mut blocks = Vec::new();
+        for (acc, words) in acc.chunks_mut(64 * WORDS).zip(received.words.chunks_mut(WORDS)) {
+            let parts: Vec<_> = part_blocks.iter_mut().map(|it| it.next().expect("parts cover every vertex")).collect();
+            blocks.push((acc, words, parts));
+        }
+        blocks.into_par_iter().for_each(|(acc, words, mut parts)| {
+            for (w, word) in words.iter_mut().enumerate() {
+                for (msgs, flags) in parts.iter_mut() {
+                    let mut bits = std::mem::take(&mut flags[w]);
+                    *word |= bits;
+                    while bits != 0 {
+                        let v = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        acc[v] = program.combine(acc[v], std::mem::replace(&mut msgs[v], identity));
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// All threads: each batch cut into one group of runs per part.
+pub(super) struct Parallel<'a, P: VertexProgram> {
+    pub context: ScatterContext<'a, P>,
+    pub parts: &'a mut Parts<P::Msg>,
+    pub edges: u64,
+}
+
+/// Batches with fewer edges than this run on the first part alone.
+const MIN_PARALLEL_EDGES: usize = 1 << 14;
+
+impl<P: VertexProgram> Sink for Parallel<'_, P> {
+    fn lists(&mut self, runs: &[ListRun<'_>]) {
+        let width = self.context.width;
+        let total: usize = runs.iter().map(|r| r.targets.len() / width).sum();
+        let count = self.parts.count();
+        let context = &self.context;
+        if total < MIN_PARALLEL_EDGES || count == 1 {
+            let part = &mut self.parts.parts[0];
+            for run in runs {
+                self.edges += context.run(run, &mut part.msgs, &mut part.received);
+            }
+            return;
+        }
+        // Group k: the runs after k/count of the batch's edges, up to (k+1)/count.
+        let mut groups = Vec::with_capacity(count);
+        let (mut start, mut seen) = (0, 0);
+        for k in 1..=count {
+            let limit = total * k / count;
+            let mut end = start;
+            while end < runs.len() && (seen < limit || k == count) {
+                seen += runs[end].targets.len() / width;
+                end += 1;
+            }
+            groups.push(&runs[start..end]);
+            start = end;
+        }
+        let edges: u64 = self
+            .parts
+            .parts
+            .par_iter_mut()
+            .zip(groups)
+            .map(|(part, group)| {
+                group.iter().map(|run| context.run(run, &mut part.msgs, &mut part.received)).sum::<u64>()
+            })
+            .sum();
+        self.edges += edges;
+    }
+    fn edges(&self) -> u64 {
+        self.edges
+    }
+}
+
+impl<P: VertexProgram> Parallel<'_, P> {
+    /// Scatters every active vertex's list held in `cache`, part k taking the sources whose
+    /// lists start in [k/parts, (k+1)/parts) of the edges; returns the lists scattered.
+    pub fn static_lists(&mut self, cache: &StaticCache, active: &Bitmap, with_weights: bool) -> u64 {
+        let context = &self.context;
+        let n = context.values.len() as u64;
+        let offsets = context.out_offsets;
+        let count = self.parts.count();
+        let total_edges = offsets[n as usize];
+        let bounds: Vec<u64> = (0..=count)
+            .map(|k| (offsets.partition_point(|&o| o < total_edges * k as u64 / count as u64) as u64).min(n))
+            .collect();
+        let (lists, edges) = self
+            .parts
+            .parts
+            .par_iter_mut()
+            .enumerate()
+            .map(|(k, part)| {
+                let (mut lists, mut edges) = (0u64, 0u64);
+                let mut next = active.next_one(bounds[k]);
+                while let Some(source) = next.filter(|&v| v < bounds[k + 1]) {
+                    next = active.next_one(source + 1);
+                    let Some((targets, weights)) = cache.get(source) else { continue };
+                    let run = ListRun { source, targets, weights: if with_weights { weights } else { None } };
+                    edges += context.run(&run, &mut part.msgs, &mut part.received);
+                    lists += 1;
+                }
+                (lists, edges)
+            })
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        self.edges += edges;
+        lists
+    }
+}
