@@ -19,7 +19,8 @@
 //! first) while the computing unit goes on; end tags close every step; aggregators and halting
 //! are decided right after computation. With a combiner, files are sorted and combined before
 //! sending. In recoded mode (§5) names are W·pos + rank, so combining happens in memory on both
-//! sides (A_s, A_r) and no external sort or S^I is needed.
+//! sides (A_s, A_r) and no external sort or S^I is needed; messages to the rank's own vertices
+//! are combined as they are generated and never reach a file (one rank writes no message at all).
 //!
 //! Both program kinds run here. Pregel programs run as written (their `out_neighbors` and
 //! `in_neighbors` are *names*, which `send` accepts; `vertex()` is the dense id). A
