@@ -517,8 +517,16 @@ fn auto_keeps_values_in_memory_when_they_fit_and_on_disk_when_they_do_not() {
     let options = values_options(2 * state, None, Some(DynamicPolicy::Ods), ShardValues::Memory);
     let err = run(&g.store, options, "wcc", &p).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("--shards-values"), "{err}");
-    // Dynamic policies keep the disk mode under Auto.
+    // Asked-for dynamic policies keep the disk mode under Auto; without one, wcc (which would
+    // get ODS on disk) takes static steps in memory, with equal results.
+    let expected = inmem(&g.store, "wcc", &p);
     let options = values_options(2 * state, None, Some(DynamicPolicy::Ods), ShardValues::Auto);
-    let (_, stats) = run(&g.store, options, "wcc", &p).unwrap();
+    let (got, stats) = run(&g.store, options, "wcc", &p).unwrap();
     assert_eq!(stats.extra["shards_values"], "disk");
+    assert_eq!(stats.extra["dynamic_policy"], "ods");
+    assert_same("wcc", &expected, &got, "wcc ods on disk");
+    let (got, stats) = run(&g.store, values_options(2 * state, None, None, ShardValues::Auto), "wcc", &p).unwrap();
+    assert_eq!(stats.extra["shards_values"], "memory");
+    assert_eq!(stats.extra["dynamic_policy"], "off");
+    assert_same("wcc", &expected, &got, "wcc default in memory");
 }

@@ -11,6 +11,14 @@
 //! [`edges`]) live in work files beside the shards. Work files go to `STORE/tmp/` and are
 //! removed at the end of the run.
 //!
+//! **Values in memory** ([`memory`], [`ShardValues`]): a static run (`--dynamic off`) whose
+//! vertex values, combined messages and flags fit the budget beside one shard's topology
+//! keeps them all in memory instead (the default, `Auto`, also for programs that would get
+//! `ods` by default: the memory mode reads less): messages go straight into their
+//! targets' accumulators, so edges need no records and a step only reads the shards'
+//! topology. What follows describes the fully external mode (`Disk`), which dynamic policies
+//! and larger graphs use.
+//!
 //! **A step** (§2, Fig. 2a) visits the intervals in order. For interval j it loads the memory
 //! shard j whole (every in-edge of the interval) and, from every other shard k, the block of
 //! edges whose source lies in j (the sliding window: the interval's out-edges), then
@@ -345,9 +353,16 @@ pub fn run_vertex_program_visit<P: VertexProgram>(
 ) -> Result<()> {
     let options = &runner.options().shards;
     let (policy, policy_reason) = resolve_policy(options, program)?;
-    if policy == DynamicPolicy::Off && options.values != ShardValues::Disk {
+    // Static steps with values in memory read less than any dynamic shard set (topology
+    // only, no records), so they are also the default for programs that would get ODS.
+    if options.values != ShardValues::Disk && (policy == DynamicPolicy::Off || options.dynamic.is_none()) {
         if let Some((layout, sizing)) = memory::open(runner, program)? {
-            return memory::MemoryRun::new(runner, program, layout, sizing)?.run(policy_reason, visit);
+            let reason = if policy == DynamicPolicy::Off {
+                policy_reason
+            } else {
+                "default when vertex values fit in memory (static steps read only the topology)"
+            };
+            return memory::MemoryRun::new(runner, program, layout, sizing)?.run(reason, visit);
         }
     }
     Executor::new(runner, program, policy)?.run(policy_reason, visit)

@@ -34,7 +34,7 @@ impl Engine for ShardsEngine {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         let values = ctx.options.shards.values;
-        if values != ShardValues::Disk && static_steps(shape, ctx) {
+        if values != ShardValues::Disk && static_steps(ctx) {
             match memory_plan(shape, ctx, &work) {
                 Ok(plan) => return plan.single_process(ctx),
                 Err(why) if values == ShardValues::Memory => {
@@ -87,12 +87,10 @@ impl Engine for ShardsEngine {
     }
 }
 
-/// The run takes static steps (`--dynamic off`), the only ones the memory mode runs.
-fn static_steps(shape: &ProgramShape, ctx: &PlanContext) -> bool {
-    match ctx.options.shards.dynamic {
-        Some(policy) => policy == DynamicPolicy::Off,
-        None => !shape.tolerates_delays || ctx.options.shards.values == ShardValues::Memory,
-    }
+/// The run may take static steps (`--dynamic off`, or no policy asked: the engine then
+/// prefers the memory mode when it fits), the only ones the memory mode runs.
+fn static_steps(ctx: &PlanContext) -> bool {
+    ctx.options.shards.dynamic.is_none_or(|policy| policy == DynamicPolicy::Off)
 }
 
 /// The memory mode's plan with the engine's own sums ([`MemorySizing`]) for intervals and
