@@ -530,3 +530,33 @@ fn auto_keeps_values_in_memory_when_they_fit_and_on_disk_when_they_do_not() {
     assert_eq!(stats.extra["dynamic_policy"], "off");
     assert_same("wcc", &expected, &got, "wcc default in memory");
 }
+
+#[test]
+fn the_planner_gives_the_memory_mode_its_topology_bytes_and_nothing_written() {
+    let g = rmat_graph();
+    let p = params(&g, "pr");
+    let shards_row = |values: ShardValues| {
+        let options = RunOptions { engine: EngineKind::Auto, ..values_options(1 << 20, None, None, values) };
+        let runner = Runner::new(&g.store, options);
+        run_algorithm(&runner, "pr", &p).unwrap();
+        let explanation = runner.explanation().unwrap();
+        explanation.rows.iter().find(|r| r.plan.engine == "shards").unwrap().plan.clone()
+    };
+    let memory = shards_row(ShardValues::Auto);
+    assert!(memory.fits(), "{memory:?}");
+    assert_eq!(memory.bytes_written, 0, "{memory:?}");
+    assert!(memory.memory.iter().any(|part| part.part == "one shard's topology"), "{memory:?}");
+    assert!(memory.memory_total() <= 1 << 20, "{memory:?}");
+    // The bytes it expects are those the mode reads (its topology every step), within 2×.
+    let (_, stats) = run(&g.store, values_options(1 << 20, None, None, ShardValues::Auto), "pr", &p).unwrap();
+    assert_eq!(stats.extra["shards_values"], "memory");
+    let read: u64 = stats.per_iteration.iter().map(|i| i.bytes_read).sum();
+    assert!(
+        memory.bytes_read <= 2 * read && read <= 2 * memory.bytes_read,
+        "planned {} read {read}",
+        memory.bytes_read
+    );
+    // On disk it plans to write records every step, and reads more.
+    let disk = shards_row(ShardValues::Disk);
+    assert!(disk.bytes_written > 0 && disk.bytes_read > memory.bytes_read, "{disk:?}");
+}
