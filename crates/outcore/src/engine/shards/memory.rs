@@ -205,6 +205,9 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
     }
 }
 
+/// A slice accumulator over one interval: messages and received flags.
+type SliceAcc<M> = (Vec<M>, Vec<bool>);
+
 /// One run of the memory mode.
 pub(crate) struct MemoryRun<'a, P: VertexProgram> {
     runner: &'a Runner,
@@ -220,7 +223,7 @@ pub(crate) struct MemoryRun<'a, P: VertexProgram> {
     received: Vec<bool>,
     active: Vec<bool>,
     /// Slice accumulators over one interval (forward messages).
-    slices: Vec<(Vec<P::Msg>, Vec<bool>)>,
+    slices: Vec<SliceAcc<P::Msg>>,
 }
 
 /// What one step's scatter did.
@@ -400,7 +403,8 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
     fn fold(&mut self, j: usize, section: &EdgeSection) -> u64 {
         let (v0, v1) = (self.layout.intervals[j], self.layout.intervals[j + 1]);
         let n = self.values.len();
-        let parts = self.slices.len().max(1);
+        // Without forward messages the slices need no accumulator: as many as threads.
+        let parts = if self.dirs[0] { self.slices.len() } else { self.sizing.accumulators }.max(1);
         let bounds = Self::slice_bounds(section, parts);
         // Slice k sends backward messages to sources in [cut[k], cut[k+1]).
         let mut cut = vec![0usize];
@@ -418,7 +422,7 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             got_parts.push(c);
             (acc_rest, got_rest) = (b, d);
         }
-        let mut slices: Vec<Option<&mut (Vec<P::Msg>, Vec<bool>)>> = self.slices.iter_mut().map(Some).collect();
+        let mut slices: Vec<Option<&mut SliceAcc<P::Msg>>> = self.slices.iter_mut().map(Some).collect();
         slices.resize_with(parts, || None);
         let fold = Fold {
             program: self.program,
@@ -483,7 +487,7 @@ impl<P: VertexProgram> Fold<'_, P> {
     fn slice(
         &self,
         range: std::ops::Range<usize>,
-        mut slice: Option<&mut (Vec<P::Msg>, Vec<bool>)>,
+        mut slice: Option<&mut SliceAcc<P::Msg>>,
         own: (&mut [P::Msg], &mut [bool], usize),
     ) -> u64 {
         let (acc, got, first) = own;
