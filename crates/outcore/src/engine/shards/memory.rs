@@ -80,12 +80,16 @@ pub struct SizingInput {
 
 impl MemorySizing {
     pub fn total(&self) -> u64 {
-        self.vertex_state + self.index + self.accumulator * self.accumulators as u64 + self.topology
+        self.vertex_state
+            .saturating_add(self.index)
+            .saturating_add(self.accumulator.saturating_mul(self.accumulators as u64))
+            .saturating_add(self.topology)
     }
 
-    /// Per-vertex state alone (values, message, flags, offsets), the part no P reduces.
+    /// Per-vertex state alone (values, message, flags, offsets), the part no P reduces
+    /// (saturating: a damaged store's counts must not overflow the sums).
     pub fn vertex_state(vertices: u64, value_bytes: u64, msg_bytes: u64) -> u64 {
-        vertices * (value_bytes + msg_bytes + 2) + (vertices + 1) * 8
+        vertices.saturating_mul(value_bytes + msg_bytes + 2 + 8).saturating_add(8)
     }
 
     /// The sums for `input` with as many accumulators as `threads` and `budget` allow (at least
@@ -95,18 +99,29 @@ impl MemorySizing {
         let mut sizing = MemorySizing {
             vertex_state: Self::vertex_state(input.vertices, input.value_bytes, input.msg_bytes),
             index: p * (p + 1) * 16 + (p + 1) * 8,
-            accumulator: if input.forward { input.max_interval_vertices * (input.msg_bytes + 1) } else { 0 },
+            accumulator: if input.forward {
+                input.max_interval_vertices.saturating_mul(input.msg_bytes + 1)
+            } else {
+                0
+            },
             accumulators: 1,
-            topology: input.max_shard_edges * topology_bytes_per_edge(input.weights),
+            topology: input.max_shard_edges.saturating_mul(topology_bytes_per_edge(input.weights)),
         };
         if sizing.total() > budget {
             return None;
         }
-        while sizing.accumulators < threads.max(1) && sizing.total() + sizing.accumulator <= budget {
+        while sizing.accumulators < threads.max(1) && sizing.total().saturating_add(sizing.accumulator) <= budget {
             sizing.accumulators += 1;
         }
         Some(sizing)
     }
+}
+
+/// The topology and slice accumulators P shards split (the first guess of P divides them
+/// by what the budget leaves beside the vertex state).
+pub(crate) fn spread_bytes(vertices: u64, arcs: u64, msg_bytes: u64, per_edge: u64, forward: bool) -> u64 {
+    let accumulators = if forward { vertices.saturating_mul(msg_bytes + 1) } else { 0 };
+    arcs.saturating_mul(per_edge).saturating_add(accumulators)
 }
 
 /// Message directions in use, like the disk mode: forward (along arcs), backward (against).
@@ -172,13 +187,14 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
     };
     // One vertex's in-edges must fit beside the state whatever P (in+out bounds them).
     let (_, hub_edges) = busiest_vertex(store)?;
-    let floor = state + hub_edges * per_edge + if forward { msg + 1 } else { 0 };
+    let hub_bytes = hub_edges.saturating_mul(per_edge);
+    let floor = state.saturating_add(hub_bytes).saturating_add(if forward { msg + 1 } else { 0 });
     if floor > budget {
         return refuse(format!(
             "values, messages and flags of {} vertices need {} and the busiest vertex's edges {}",
             info.num_vertices,
             format_size(state),
-            format_size(hub_edges * per_edge)
+            format_size(hub_bytes)
         ));
     }
     let build_buffer = budget / 4;
@@ -186,8 +202,12 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
     let mut p = match runner.options().shards.shards {
         Some(p) => p,
         None => {
-            let spread = info.num_arcs * per_edge + if forward { info.num_vertices * (msg + 1) } else { 0 };
-            (spread.div_ceil((budget - state).max(1)) as usize).max(1).next_power_of_two()
+            let spread = spread_bytes(info.num_vertices, info.num_arcs, msg, per_edge, forward);
+            let p = spread.div_ceil((budget - state).max(1)).max(1);
+            if p > MAX_AUTO_SHARDS as u64 {
+                return refuse(format!("the topology would need more than {MAX_AUTO_SHARDS} shards"));
+            }
+            (p as usize).next_power_of_two()
         }
     };
     loop {

@@ -101,14 +101,18 @@ fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Resu
     let forward = !(graph.directed && shape.direction == crate::program::EdgeDirection::In);
     let per_edge = topology_bytes_per_edge(weights);
     let state = MemorySizing::vertex_state(graph.vertices, shape.value_bytes, shape.msg_bytes);
-    if state + graph.max_degree * per_edge > ctx.budget {
+    if state.saturating_add(graph.max_degree.saturating_mul(per_edge)) > ctx.budget {
         return Err(format!("values and flags need {}", format_size(state)));
     }
     let p = match ctx.options.shards.shards {
         Some(p) => p,
         None => {
-            let spread = graph.arcs * per_edge + if forward { graph.vertices * (shape.msg_bytes + 1) } else { 0 };
-            (spread.div_ceil((ctx.budget - state).max(1)) as usize).max(1).next_power_of_two()
+            let spread = super::memory::spread_bytes(graph.vertices, graph.arcs, shape.msg_bytes, per_edge, forward);
+            let p = spread.div_ceil((ctx.budget - state).max(1)).max(1);
+            if p > MAX_AUTO_SHARDS as u64 {
+                return Err(format!("would need more than {MAX_AUTO_SHARDS} shards"));
+            }
+            (p as usize).next_power_of_two()
         }
     };
     let input = SizingInput {
