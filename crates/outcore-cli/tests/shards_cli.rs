@@ -52,12 +52,17 @@ fn run_flags_select_shards_and_policy_and_results_match_inmem() {
         assert_eq!(stats["shards"], 8);
         assert_eq!(stats["dynamic_policy"], policy);
         assert_eq!(stats["delayed_delivery"], delivery);
+        // Static steps keep the values in memory (8 MiB holds them); dynamic policies do not.
+        assert_eq!(stats["shards_values"], if policy == "off" { "memory" } else { "disk" });
         let iterations = stats["per_iteration"].as_array().unwrap();
         assert!(iterations.iter().all(|i| i["kind"].is_string() && i["edges_loaded"].as_u64().is_some()));
     }
     let bad = outcore(&["run", "wcc", "--store", &p("s"), "--engine", "shards", "--dynamic", "sometimes"]);
     assert_eq!(bad.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown --dynamic policy 'sometimes'"));
+    let bad = outcore(&["run", "wcc", "--store", &p("s"), "--engine", "shards", "--shards-values", "somewhere"]);
+    assert_eq!(bad.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown --shards-values 'somewhere'"));
     let bad = outcore(&["run", "pr", "--store", &p("s"), "--engine", "shards", "--dynamic", "ods"]);
     assert_eq!(bad.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("use --dynamic off"));

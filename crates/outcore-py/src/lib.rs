@@ -414,9 +414,10 @@ fn run<'py>(
 }
 
 /// Engine options by name (the CLI's flags without `--`, `_` for `-`). The shards engine's are
-/// understood: `shards`, `dynamic`, `shadow_edge_share`, `delay_buffer`, `delayed_delivery`.
+/// understood: `shards`, `dynamic`, `shadow_edge_share`, `delay_buffer`, `delayed_delivery`,
+/// `shards_values`.
 fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> PyResult<()> {
-    use outcore::engine::shards::{DelayedDelivery, DynamicPolicy};
+    use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardValues};
     let shards = &mut options.shards;
     for (key, value) in extra.iter() {
         if value.is_none() {
@@ -442,10 +443,11 @@ fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> 
             "delayed_delivery" => {
                 shards.delayed_delivery = DelayedDelivery::parse(&value.extract::<String>()?).map_err(to_py_err)?
             }
+            "shards_values" => shards.values = ShardValues::parse(&value.extract::<String>()?).map_err(to_py_err)?,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown engine option '{other}' (known: shards, dynamic, shadow_edge_share, delay_buffer, \
-                     delayed_delivery)"
+                     delayed_delivery, shards_values)"
                 )))
             }
         }

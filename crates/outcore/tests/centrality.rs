@@ -16,7 +16,7 @@ use std::sync::Arc;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions};
 use outcore::engine::pregel::PregelOptions;
-use outcore::engine::shards::ShardsOptions;
+use outcore::engine::shards::{ShardValues, ShardsOptions};
 use outcore::engine::stream::StreamOptions;
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::generate::{generate_into_store, Rmat, RmatConfig};
@@ -218,7 +218,7 @@ fn out_of_core_engines(store: &Store) -> Vec<(&'static str, RunOptions)> {
     let shards = RunOptions {
         engine: EngineKind::Shards,
         memory: MemoryBudget::new(512 << 10),
-        shards: ShardsOptions::default(),
+        shards: ShardsOptions { values: ShardValues::Disk, ..ShardsOptions::default() },
         ..RunOptions::default()
     };
     let cache_options = CacheOptions { page_size: 512, ..CacheOptions::default() };

@@ -13,7 +13,7 @@ use inmem_support::{runner, store};
 use outcore::algo::{bfs_parents, kcore, run_algorithm, AlgorithmParams, AlgorithmResult};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions};
 use outcore::engine::pregel::{partition, PregelOptions};
-use outcore::engine::shards::ShardsOptions;
+use outcore::engine::shards::{ShardValues, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
@@ -204,7 +204,12 @@ fn out_of_core_engines_equal_inmem() {
         let shards = RunOptions {
             engine: EngineKind::Shards,
             memory: MemoryBudget::new(512 << 10),
-            shards: ShardsOptions { delay_buffer_bytes: 2 << 10, ..ShardsOptions::default() },
+            // Values on disk: the fully external mechanics over several intervals.
+            shards: ShardsOptions {
+                delay_buffer_bytes: 2 << 10,
+                values: ShardValues::Disk,
+                ..ShardsOptions::default()
+            },
             ..RunOptions::default()
         };
         let (got, stats) = on(&store, shards, "bfs-parents", &bfs);

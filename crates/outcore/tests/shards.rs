@@ -2,12 +2,14 @@
 //! under `--dynamic off|ads|ods` on a directed RMAT and an undirected Erdős–Rényi graph with
 //! budgets that force many intervals, the Graphalytics validation graphs, the `shards-P`
 //! layout itself, the paper's u → v → w delay case (Table 2), and a run whose vertex values
-//! alone exceed the budget. Figures are bytes and counters, never times.
+//! alone exceed the budget — all with values on disk (`ShardValues::Disk`); then the memory
+//! mode (values in memory, topology-only steps) against inmem with its byte counters, and the
+//! choice between the modes. Figures are bytes and counters, never times.
 
 mod inmem_support;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
-use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardFiles, ShardLayout, ShardsOptions};
+use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardFiles, ShardLayout, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
@@ -69,12 +71,22 @@ fn params(g: &TestGraph, algorithm: &str) -> AlgorithmParams {
     p
 }
 
+/// The fully external mode (values on disk, per-edge records), which these tests exercise.
 fn shards_options(memory: u64, shards: Option<usize>, dynamic: Option<DynamicPolicy>) -> RunOptions {
+    values_options(memory, shards, dynamic, ShardValues::Disk)
+}
+
+fn values_options(
+    memory: u64,
+    shards: Option<usize>,
+    dynamic: Option<DynamicPolicy>,
+    values: ShardValues,
+) -> RunOptions {
     RunOptions {
         engine: EngineKind::Shards,
         memory: MemoryBudget::new(memory),
         // A small delay-buffer limit so that the tests see several shadow iterations.
-        shards: ShardsOptions { shards, dynamic, delay_buffer_bytes: 2 << 10, ..ShardsOptions::default() },
+        shards: ShardsOptions { shards, dynamic, values, delay_buffer_bytes: 2 << 10, ..ShardsOptions::default() },
         ..RunOptions::default()
     }
 }
@@ -432,4 +444,119 @@ fn dynamic_policies_are_refused_for_programs_that_apply_to_every_vertex() {
     assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("--dynamic off"), "{err}");
     let err = run(&g.store, shards_options(1 << 20, Some(1), None), "wcc", &p).unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
+}
+
+/// Algorithms for the memory mode: pr, wcc (`Both` on a directed store), bfs, sssp (weighted),
+/// bc (`In` on a directed store).
+const MEMORY_MODE_ALGORITHMS: [&str; 5] = ["pr", "wcc", "bfs", "sssp", "bc"];
+
+fn values_in_memory_equal_inmem(g: TestGraph) {
+    for algorithm in MEMORY_MODE_ALGORITHMS {
+        let p = params(&g, algorithm);
+        let expected = inmem(&g.store, algorithm, &p);
+        let what = format!("{} {algorithm} values in memory", g.name);
+        // 128 KiB: all values fit, but not the whole topology beside them: several shards.
+        let options = values_options(128 << 10, None, Some(DynamicPolicy::Off), ShardValues::Memory);
+        let (got, stats) = run(&g.store, options, algorithm, &p).unwrap();
+        assert_same(algorithm, &expected, &got, &what);
+        assert_eq!(stats.extra["shards_values"], "memory", "{what}");
+        assert!(stats.extra["shards"].as_u64().unwrap() >= 2, "{what}: {:?}", stats.extra["shards"]);
+        let topology = stats.extra["shards_topology_bytes"].as_u64().unwrap();
+        assert!(topology > 0, "{what}");
+        assert!(extra_str(&stats, "shards_values").iter().all(|m| m == "memory"), "{what}");
+        for it in &stats.per_iteration {
+            assert_eq!(it.bytes_written, 0, "{what}: step {} wrote", it.iteration);
+            assert!(it.bytes_read <= topology, "{what}: step {} read {} > {topology}", it.iteration, it.bytes_read);
+            assert_eq!(it.extra["static_bytes_written"], 0, "{what}");
+        }
+        // A step that scatters reads every shard's topology exactly once.
+        assert_eq!(stats.per_iteration[0].bytes_read, topology, "{what}");
+        assert_eq!(stats.per_iteration[0].edges_processed, g.store.num_arcs(), "{what}");
+        assert!(stats.extra["shards_values_bytes"].as_u64().unwrap() <= 128 << 10, "{what}");
+    }
+}
+
+#[test]
+fn values_in_memory_equal_inmem_and_steps_read_only_topology_on_rmat() {
+    values_in_memory_equal_inmem(rmat_graph());
+}
+
+#[test]
+fn values_in_memory_equal_inmem_and_steps_read_only_topology_on_erdos_renyi() {
+    values_in_memory_equal_inmem(er_graph());
+}
+
+/// The memory mode's own sum for pr (8-byte value and message): values, messages, received and
+/// active flags, and csr-out's n+1 offsets.
+fn pr_vertex_state(n: u64) -> u64 {
+    n * (8 + 8 + 1 + 1) + (n + 1) * 8
+}
+
+#[test]
+fn auto_keeps_values_in_memory_when_they_fit_and_on_disk_when_they_do_not() {
+    let config = ErdosRenyiConfig { vertices: 30_000, edges: 45_000, seed: 5, self_loops: false, weights: false };
+    let g = graph("er-30000", ErdosRenyi::new(config).unwrap(), false);
+    let p = AlgorithmParams { iterations: Some(5), ..AlgorithmParams::default() };
+    let expected = inmem(&g.store, "pr", &p);
+    let state = pr_vertex_state(g.store.num_vertices());
+    // pr runs static steps by default; Auto keeps its values in memory when they fit ...
+    let (got, stats) = run(&g.store, values_options(2 * state, None, None, ShardValues::Auto), "pr", &p).unwrap();
+    assert_same("pr", &expected, &got, "auto, fits");
+    assert_eq!(stats.extra["shards_values"], "memory");
+    assert!(stats.per_iteration.iter().all(|i| i.bytes_written == 0));
+    // ... and on disk one byte short of the values alone, with the same results.
+    let (got, stats) = run(&g.store, values_options(state - 1, None, None, ShardValues::Auto), "pr", &p).unwrap();
+    assert_same("pr", &expected, &got, "auto, does not fit");
+    assert_eq!(stats.extra["shards_values"], "disk");
+    assert!(extra_str(&stats, "shards_values").iter().all(|m| m == "disk"));
+    assert!(stats.per_iteration[0].bytes_written > 0, "the disk mode writes edge records");
+    // Asking for memory there is an error naming the option; so is memory with a dynamic policy.
+    let err = run(&g.store, values_options(state - 1, None, None, ShardValues::Memory), "pr", &p).unwrap_err();
+    assert!(matches!(err, Error::MemoryBudget(_)) && err.to_string().contains("--shards-values"), "{err}");
+    let p = params(&g, "wcc");
+    let options = values_options(2 * state, None, Some(DynamicPolicy::Ods), ShardValues::Memory);
+    let err = run(&g.store, options, "wcc", &p).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("--shards-values"), "{err}");
+    // Asked-for dynamic policies keep the disk mode under Auto; without one, wcc (which would
+    // get ODS on disk) takes static steps in memory, with equal results.
+    let expected = inmem(&g.store, "wcc", &p);
+    let options = values_options(2 * state, None, Some(DynamicPolicy::Ods), ShardValues::Auto);
+    let (got, stats) = run(&g.store, options, "wcc", &p).unwrap();
+    assert_eq!(stats.extra["shards_values"], "disk");
+    assert_eq!(stats.extra["dynamic_policy"], "ods");
+    assert_same("wcc", &expected, &got, "wcc ods on disk");
+    let (got, stats) = run(&g.store, values_options(2 * state, None, None, ShardValues::Auto), "wcc", &p).unwrap();
+    assert_eq!(stats.extra["shards_values"], "memory");
+    assert_eq!(stats.extra["dynamic_policy"], "off");
+    assert_same("wcc", &expected, &got, "wcc default in memory");
+}
+
+#[test]
+fn the_planner_gives_the_memory_mode_its_topology_bytes_and_nothing_written() {
+    let g = rmat_graph();
+    let p = params(&g, "pr");
+    let shards_row = |values: ShardValues| {
+        let options = RunOptions { engine: EngineKind::Auto, ..values_options(1 << 20, None, None, values) };
+        let runner = Runner::new(&g.store, options);
+        run_algorithm(&runner, "pr", &p).unwrap();
+        let explanation = runner.explanation().unwrap();
+        explanation.rows.iter().find(|r| r.plan.engine == "shards").unwrap().plan.clone()
+    };
+    let memory = shards_row(ShardValues::Auto);
+    assert!(memory.fits(), "{memory:?}");
+    assert_eq!(memory.bytes_written, 0, "{memory:?}");
+    assert!(memory.memory.iter().any(|part| part.part == "one shard's topology"), "{memory:?}");
+    assert!(memory.memory_total() <= 1 << 20, "{memory:?}");
+    // The bytes it expects are those the mode reads (its topology every step), within 2×.
+    let (_, stats) = run(&g.store, values_options(1 << 20, None, None, ShardValues::Auto), "pr", &p).unwrap();
+    assert_eq!(stats.extra["shards_values"], "memory");
+    let read: u64 = stats.per_iteration.iter().map(|i| i.bytes_read).sum();
+    assert!(
+        memory.bytes_read <= 2 * read && read <= 2 * memory.bytes_read,
+        "planned {} read {read}",
+        memory.bytes_read
+    );
+    // On disk it plans to write records every step, and reads more.
+    let disk = shards_row(ShardValues::Disk);
+    assert!(disk.bytes_written > 0 && disk.bytes_read > memory.bytes_read, "{disk:?}");
 }

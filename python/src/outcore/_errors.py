@@ -33,7 +33,7 @@ class Interrupted(OutcoreError, KeyboardInterrupt):
 
 
 # Engine options are keys of ``engine_options=``, not parameters of their own.
-_ENGINE_OPTIONS = {"shards", "dynamic", "shadow-edge-share", "delay-buffer", "delayed-delivery"}
+_ENGINE_OPTIONS = {"shards", "dynamic", "shadow-edge-share", "delay-buffer", "delayed-delivery", "shards-values"}
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
 _PARTITION_COMMAND = re.compile(r"`outcore partition[^`]*`")
 

@@ -137,8 +137,8 @@ class Graph:
     (a budget such as ``"512MiB"``; default a quarter of RAM), ``progress=`` (default: when
     interactive) and ``engine_options=``, a dict of the engine's CLI flags by name: for the
     shards engine ``shards``, ``dynamic`` (``"off"``, ``"ads"``, ``"ods"``),
-    ``shadow_edge_share``, ``delay_buffer`` and ``delayed_delivery`` (``"adjacency"``,
-    ``"shadow"``).
+    ``shadow_edge_share``, ``delay_buffer``, ``delayed_delivery`` (``"adjacency"``,
+    ``"shadow"``) and ``shards_values`` (``"auto"``, ``"memory"``, ``"disk"``).
     """
 
     def __init__(self, path: PathLike, _keepalive: Any = None):

@@ -102,6 +102,9 @@ fn child(args: &ShardsBenchArgs, algorithm: &str, policy: &str, stats_path: &std
             args.shadow_edge_share,
             args.delay_buffer.as_deref(),
             delivery,
+            // The policies are compared on the fully external mechanics (edge records): `off`
+            // would otherwise keep its values in memory and move no records at all.
+            Some("disk"),
         )?,
         ..RunOptions::default()
     };

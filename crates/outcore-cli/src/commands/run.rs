@@ -8,7 +8,7 @@ use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{CacheOptions, SelectionMethod};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::pregel::PregelOptions;
-use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardsOptions};
+use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::output::{write_result, OutputFormat, OutputTarget};
@@ -151,6 +151,12 @@ pub struct RunArgs {
     /// iteration).
     #[arg(long)]
     delayed_delivery: Option<String>,
+    /// Shards engine: where vertex values live: auto (default: in memory when the run is
+    /// static — --dynamic off — and all values fit the budget beside one shard's topology, so
+    /// steps read the shards' topology and write nothing), memory, or disk (one interval in
+    /// memory at a time, messages in per-edge records: fully external).
+    #[arg(long)]
+    shards_values: Option<String>,
     /// Pregel engine: largest outgoing message file, e.g. 8MiB (default).
     #[arg(long)]
     message_file_size: Option<String>,
@@ -172,6 +178,7 @@ pub fn shards_options(
     shadow_edge_share: Option<f64>,
     delay_buffer: Option<&str>,
     delayed_delivery: Option<&str>,
+    values: Option<&str>,
 ) -> anyhow::Result<ShardsOptions> {
     let defaults = ShardsOptions::default();
     let share = shadow_edge_share.unwrap_or(defaults.shadow_edge_share);
@@ -187,6 +194,7 @@ pub fn shards_options(
             .map(DelayedDelivery::parse)
             .transpose()?
             .unwrap_or(defaults.delayed_delivery),
+        values: values.map(ShardValues::parse).transpose()?.unwrap_or(defaults.values),
     })
 }
 
@@ -378,6 +386,7 @@ fn run_with(
             args.shadow_edge_share,
             args.delay_buffer.as_deref(),
             args.delayed_delivery.as_deref(),
+            args.shards_values.as_deref(),
         )?,
         pregel,
         nwsm: NwsmOptions {

@@ -34,6 +34,13 @@ pub fn record_bytes<M>() -> usize {
     2 * std::mem::size_of::<M>() + 8
 }
 
+/// Bytes [`ShardFiles::load_topology`] holds per edge at most: sources and targets as u64
+/// (16), the read buffer (a run record of at most 8 + 4 bytes per edge, reused for the targets
+/// and weights) and the weights as f64 when the program reads them.
+pub fn topology_bytes_per_edge(weights: bool) -> u64 {
+    8 + 8 + 12 + if weights { 8 } else { 0 }
+}
+
 /// Views a plain-old-data value as its bytes.
 pub fn pod_bytes<T: Copy>(value: &T) -> &[u8] {
     // SAFETY: the engine only moves padding-free plain-old-data types (module docs); the view
@@ -271,6 +278,35 @@ impl<'a> ShardFiles<'a> {
 
     /// Loads blocks `[first, end)` (source intervals) into memory.
     pub fn load(&self, first: usize, end: usize) -> Result<EdgeSection> {
+        let mut section = self.load_topology(first, end)?;
+        let (e0, e1) = (self.edge_start[first], self.edge_start[end]);
+        let edges = (e1 - e0) as usize;
+        let mut buf = Vec::new();
+        section.static_index = match self.static_index {
+            Some(f) => {
+                buf.resize(edges * 8, 0);
+                f.read_at(&mut buf, e0 * 8)?;
+                crate::store::files::u64s_from_le_bytes(&buf)
+            }
+            None => (e0..e1).collect(),
+        };
+        for (d, file) in self.records.iter().enumerate() {
+            if let Some(file) = file {
+                let mut recs = vec![0u8; edges * self.record];
+                if !recs.is_empty() {
+                    file.read_at(&mut recs, e0 * self.record as u64)?;
+                }
+                section.records[d] = recs;
+            }
+        }
+        Ok(section)
+    }
+
+    /// Loads the topology of blocks `[first, end)` only: sources, targets and (when the
+    /// program reads them) weights; no static positions, no records. The engine with vertex
+    /// values in memory ([`super::memory`]) needs nothing else. In memory it takes at most
+    /// [`topology_bytes_per_edge`] per edge while loading.
+    pub fn load_topology(&self, first: usize, end: usize) -> Result<EdgeSection> {
         let (r0, r1) = (self.run_start[first], self.run_start[end]);
         let (e0, e1) = (self.edge_start[first], self.edge_start[end]);
         let edges = (e1 - e0) as usize;
@@ -305,23 +341,6 @@ impl<'a> ShardFiles<'a> {
             buf.resize(edges * 8, 0);
             weights.read_at(&mut buf, e0 * 8)?;
             section.weights = crate::store::files::f64s_from_le_bytes(&buf);
-        }
-        section.static_index = match self.static_index {
-            Some(f) => {
-                buf.resize(edges * 8, 0);
-                f.read_at(&mut buf, e0 * 8)?;
-                crate::store::files::u64s_from_le_bytes(&buf)
-            }
-            None => (e0..e1).collect(),
-        };
-        for (d, file) in self.records.iter().enumerate() {
-            if let Some(file) = file {
-                let mut recs = vec![0u8; edges * self.record];
-                if !recs.is_empty() {
-                    file.read_at(&mut recs, e0 * self.record as u64)?;
-                }
-                section.records[d] = recs;
-            }
         }
         Ok(section)
     }

@@ -11,6 +11,14 @@
 //! [`edges`]) live in work files beside the shards. Work files go to `STORE/tmp/` and are
 //! removed at the end of the run.
 //!
+//! **Values in memory** ([`memory`], [`ShardValues`]): a static run (`--dynamic off`) whose
+//! vertex values, combined messages and flags fit the budget beside one shard's topology
+//! keeps them all in memory instead (the default, `Auto`, also for programs that would get
+//! `ods` by default: the memory mode reads less): messages go straight into their
+//! targets' accumulators, so edges need no records and a step only reads the shards'
+//! topology. What follows describes the fully external mode (`Disk`), which dynamic policies
+//! and larger graphs use.
+//!
 //! **A step** (§2, Fig. 2a) visits the intervals in order. For interval j it loads the memory
 //! shard j whole (every in-edge of the interval) and, from every other shard k, the block of
 //! edges whose source lies in j (the sliding window: the interval's out-edges), then
@@ -70,6 +78,7 @@ pub mod delay;
 pub mod direct;
 pub mod edges;
 pub mod layout;
+pub mod memory;
 pub mod plan;
 pub mod policy;
 
@@ -87,9 +96,7 @@ pub use policy::{DelayedDelivery, DynamicPolicy, ShadowSchedule, StepKind, StepO
 
 use super::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
-use crate::program::{
-    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
-};
+use crate::program::{add_global_sums, global_contributions, Control, EdgeRef, IterationContext, VertexProgram};
 use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
 use crate::store::Direction;
 use crate::VertexId;
@@ -108,6 +115,40 @@ pub struct ShardsOptions {
     /// ADS/ODS: where the messages of a vertex lacking edges on a dynamic shard go
     /// (`--delayed-delivery`, default adjacency).
     pub delayed_delivery: DelayedDelivery,
+    /// Where vertex values live (`--shards-values`, default auto).
+    pub values: ShardValues,
+}
+
+/// Where the shards engine keeps vertex values (`--shards-values`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShardValues {
+    /// In memory ([`memory`]) when the run is static (`--dynamic off`) and every value,
+    /// combined message and flag fits the budget beside one shard's topology; on disk otherwise.
+    #[default]
+    Auto,
+    /// In memory; an error when they do not fit or a dynamic policy was asked for.
+    Memory,
+    /// In a work file, one interval in memory at a time (GraphChi's PSW, fully external).
+    Disk,
+}
+
+impl ShardValues {
+    pub fn parse(name: &str) -> Result<ShardValues> {
+        match name {
+            "auto" => Ok(ShardValues::Auto),
+            "memory" => Ok(ShardValues::Memory),
+            "disk" => Ok(ShardValues::Disk),
+            other => Err(Error::invalid(format!("unknown --shards-values '{other}' (available: auto, memory, disk)"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ShardValues::Auto => "auto",
+            ShardValues::Memory => "memory",
+            ShardValues::Disk => "disk",
+        }
+    }
 }
 
 impl Default for ShardsOptions {
@@ -118,6 +159,7 @@ impl Default for ShardsOptions {
             shadow_edge_share: 0.30,
             delay_buffer_bytes: 100 << 10,
             delayed_delivery: DelayedDelivery::Adjacency,
+            values: ShardValues::Auto,
         }
     }
 }
@@ -130,6 +172,17 @@ pub(crate) const INTERVAL_SHARE: f64 = 0.3;
 /// The policy a program runs with, or why it cannot have the one asked for.
 fn resolve_policy<P: VertexProgram>(options: &ShardsOptions, program: &P) -> Result<(DynamicPolicy, &'static str)> {
     let distributive = program.tolerates_delays();
+    if options.values == ShardValues::Memory {
+        return match options.dynamic {
+            None => Ok((DynamicPolicy::Off, "--shards-values memory runs static steps")),
+            Some(DynamicPolicy::Off) => Ok((DynamicPolicy::Off, "asked")),
+            Some(p) => Err(Error::invalid(format!(
+                "--dynamic {} needs vertex values on disk (dynamic shards carry messages on edges); use \
+                 --shards-values disk or auto, or --dynamic off",
+                p.name()
+            ))),
+        };
+    }
     match options.dynamic {
         None if distributive => Ok((DynamicPolicy::Ods, "default")),
         None => Ok((DynamicPolicy::Off, "default for programs that do not tolerate delayed messages")),
@@ -298,7 +351,20 @@ pub fn run_vertex_program_visit<P: VertexProgram>(
     program: &P,
     visit: impl FnMut(VertexId, &P::Value),
 ) -> Result<()> {
-    let (policy, policy_reason) = resolve_policy(&runner.options().shards, program)?;
+    let options = &runner.options().shards;
+    let (policy, policy_reason) = resolve_policy(options, program)?;
+    // Static steps with values in memory read less than any dynamic shard set (topology
+    // only, no records), so they are also the default for programs that would get ODS.
+    if options.values != ShardValues::Disk && (policy == DynamicPolicy::Off || options.dynamic.is_none()) {
+        if let Some((layout, sizing)) = memory::open(runner, program)? {
+            let reason = if policy == DynamicPolicy::Off {
+                policy_reason
+            } else {
+                "default when vertex values fit in memory (static steps read only the topology)"
+            };
+            return memory::MemoryRun::new(runner, program, layout, sizing)?.run(reason, visit);
+        }
+    }
     Executor::new(runner, program, policy)?.run(policy_reason, visit)
 }
 
@@ -346,11 +412,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
     fn new(runner: &'a Runner, program: &'a P, policy: DynamicPolicy) -> Result<Self> {
         let store = runner.store();
         let info = runner.graph_info();
-        let dirs = match (program.direction(), info.directed) {
-            (EdgeDirection::Out, _) | (_, false) => [true, false],
-            (EdgeDirection::Both, true) => [true, true],
-            (EdgeDirection::In, true) => [false, true],
-        };
+        let dirs = memory::directions(program.direction(), info.directed);
         let weights = program.uses_weights() && info.weighted;
         let record = edges::record_bytes::<P::Msg>();
         let per_edge = EdgeSection::bytes_per_edge(weights, record, dirs.iter().filter(|&&d| d).count());
@@ -406,11 +468,14 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes)
             .refreshing(self.delivery == DelayedDelivery::Adjacency);
         runner.record_extra("shards", self.layout.shards.into());
+        runner.record_extra("shards_values", ShardValues::Disk.name().into());
         runner.record_extra("dynamic_policy", self.policy.name().into());
         runner.record_extra("dynamic_policy_reason", policy_reason.into());
         runner.record_extra("delayed_delivery", self.delivery.name().into());
         let max = self.program.max_iterations();
-        let bar = runner.progress().start("steps (shards)", max.map(|m| m as u64 + 1), ProgressUnit::Iterations);
+        let label =
+            format!("steps (shards, values on disk, {} shards, dynamic {})", self.layout.shards, self.policy.name());
+        let bar = runner.progress().start(&label, max.map(|m| m as u64 + 1), ProgressUnit::Iterations);
         let directions = self.dirs.iter().filter(|&&d| d).count() as u64;
         let total_records = (runner.store().num_arcs() * directions).max(1);
         let mut last: Option<StepOutcome> = None;
@@ -495,6 +560,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let io = runner.io_snapshot().since(&io_before);
             let mut extra = serde_json::Map::new();
             extra.insert("kind".into(), plan.kind.name().into());
+            extra.insert("shards_values".into(), ShardValues::Disk.name().into());
             extra.insert("static_bytes_read".into(), by_kind.static_read.into());
             extra.insert("static_bytes_written".into(), by_kind.static_written.into());
             extra.insert("dynamic_bytes_read".into(), by_kind.dynamic_read.into());

@@ -1,12 +1,17 @@
 //! The shards engine's answer to the planner ([`crate::engine::planner::Engine`]): vertex
 //! programs with only one interval of vertices in memory (GraphChi's PSW), so it runs when no
 //! semi-external engine fits; every step reads and writes every shard's message records.
+//! Static runs whose values fit take the memory mode ([`super::memory`]) instead: every step
+//! reads the shards' topology once and writes nothing.
 
-use super::edges::EdgeSection;
-use super::{INTERVAL_SHARE, MAX_AUTO_SHARDS};
+use super::edges::{topology_bytes_per_edge, EdgeSection};
+use super::layout::run_record_bytes;
+use super::memory::{MemorySizing, SizingInput};
+use super::{DynamicPolicy, ShardValues, INTERVAL_SHARE, MAX_AUTO_SHARDS};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 use crate::runtime::format_size;
+use crate::store::csr::target_bytes_for;
 
 /// The fully external engine (see [`super`]).
 pub struct ShardsEngine;
@@ -28,6 +33,16 @@ impl Engine for ShardsEngine {
     fn plan(&self, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
+        let values = ctx.options.shards.values;
+        if values != ShardValues::Disk && static_steps(ctx) {
+            match memory_plan(shape, ctx, &work) {
+                Ok(plan) => return plan.single_process(ctx),
+                Err(why) if values == ShardValues::Memory => {
+                    return Plan::refused(self.kind(), &work, format!("values in memory: {why}"))
+                }
+                Err(_) => {}
+            }
+        }
         // The engine's own sums (open_layout): an interval's edges and vertices in a share of
         // the budget, one vertex's edges at least, and a block index of P·(P+1) pairs.
         let share = (ctx.budget as f64 * INTERVAL_SHARE) as u64;
@@ -70,4 +85,67 @@ impl Engine for ShardsEngine {
             + build;
         plan.single_process(ctx)
     }
+}
+
+/// The run may take static steps (`--dynamic off`, or no policy asked: the engine then
+/// prefers the memory mode when it fits), the only ones the memory mode runs.
+fn static_steps(ctx: &PlanContext) -> bool {
+    ctx.options.shards.dynamic.is_none_or(|policy| policy == DynamicPolicy::Off)
+}
+
+/// The memory mode's plan with the engine's own sums ([`MemorySizing`]) for intervals and
+/// shards balanced like the layout's, or why it does not fit.
+fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Result<Plan, String> {
+    let graph = ctx.graph;
+    let weights = shape.uses_weights && graph.weighted;
+    let forward = !(graph.directed && shape.direction == crate::program::EdgeDirection::In);
+    let per_edge = topology_bytes_per_edge(weights);
+    let state = MemorySizing::vertex_state(graph.vertices, shape.value_bytes, shape.msg_bytes);
+    if state.saturating_add(graph.max_degree.saturating_mul(per_edge)) > ctx.budget {
+        return Err(format!("values and flags need {}", format_size(state)));
+    }
+    let p = match ctx.options.shards.shards {
+        Some(p) => p,
+        None => {
+            let spread = super::memory::spread_bytes(graph.vertices, graph.arcs, shape.msg_bytes, per_edge, forward);
+            let p = spread.div_ceil((ctx.budget - state).max(1)).max(1);
+            if p > MAX_AUTO_SHARDS as u64 {
+                return Err(format!("would need more than {MAX_AUTO_SHARDS} shards"));
+            }
+            (p as usize).next_power_of_two()
+        }
+    };
+    let input = SizingInput {
+        vertices: graph.vertices,
+        value_bytes: shape.value_bytes,
+        msg_bytes: shape.msg_bytes,
+        weights,
+        forward,
+        shards: p,
+        max_interval_vertices: graph.vertices.div_ceil(p as u64),
+        max_shard_edges: graph.arcs.div_ceil(p as u64),
+    };
+    let sizing = MemorySizing::new(&input, ctx.budget, rayon::current_num_threads())
+        .ok_or_else(|| format!("with {p} shards values, accumulators and a shard's topology exceed the budget"))?;
+    let mut plan = Plan::new(EngineKind::Shards, work)
+        .with_part("vertex values, messages, flags, out-degrees", sizing.vertex_state + sizing.index)
+        .with_part("interval accumulators", sizing.accumulator * sizing.accumulators as u64)
+        .with_part("one shard's topology", sizing.topology);
+    // A step reads every shard's runs, targets and weights once and writes nothing.
+    let width = target_bytes_for(graph.vertices);
+    let runs = graph.arcs.min(graph.vertices.saturating_mul(p as u64));
+    let per_step = runs * run_record_bytes(width) + graph.arcs * (width + if weights { 8 } else { 0 });
+    plan.bytes_read = (per_step as f64 * work.iterations) as u64;
+    plan.bytes_written = 0;
+    let name = super::ShardLayout::layout_name(p);
+    let mut build = 0.0;
+    if !graph.layouts.contains(&name) {
+        build = ctx.model.build(graph.csr_out_bytes + graph.csr_in_bytes, graph.arcs);
+        plan.builds = Some(name);
+    }
+    let arcs = graph.arcs as f64 * if forward && shape.layouts(graph.directed) == 2 { 2.0 } else { 1.0 };
+    plan.seconds = ctx.model.transfer(plan.bytes_read)
+        + ctx.model.compute(work.edge_visits.max(arcs * work.iterations), ctx.model.rates.shards)
+        + build;
+    Ok(plan)
 }
