@@ -24,7 +24,7 @@
 //! §5.3; Figure 7 shows the time falling steadily as the BASC share grows to 90 %) holds whole
 //! lists of pre-selected vertices of `csr-out`, fixed for the run. A vertex found there is
 //! scattered without any page lookup, from all threads before the page pipeline runs
-//! ([`static_scatter`]). The selection (`selection.rs`: GVS, HighD, LowD,
+//! (`parts.rs`). The selection (`selection.rs`: GVS, HighD, LowD,
 //! Random) is computed once per store, page size and size, saved in the store and reused.
 //!
 //! **Memory.** From `--memory` the engine first reserves `state_bytes_per_vertex` (64 by
