@@ -20,9 +20,12 @@ rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
 echo "test-python: installing ./python into a fresh virtualenv (builds the extension)"
-"$venv/bin/pip" install --quiet "./python[test]"
+# The dev profile (as `cargo test`'s): the suites need no release speed, and the dependencies
+# the test build compiled are reused instead of compiled again with release optimisations.
+MATURIN_PEP517_ARGS="--profile dev" "$venv/bin/pip" install --quiet "./python[test]"
 
-cargo build --quiet --locked -p outcore-cli
+# The CLI the tests start, with the features of the test build (Makefile) so it is reused.
+cargo build --quiet --locked -p outcore-cli ${OUTCORE_CLI_FEATURES:+--features "$OUTCORE_CLI_FEATURES"}
 export OUTCORE_BIN=$PWD/target/debug/outcore
 
 echo "test-python: pytest suite and doctests"
