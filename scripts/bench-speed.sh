@@ -9,6 +9,8 @@
 # generations (CURRENT, gen-N/) cannot be opened by binaries older than them.
 #
 #   scripts/bench-speed.sh OLD_BIN NEW_BIN STORE [ROUNDS] [NEW_STORE]
+#
+# ENGINES (default "inmem stream") and ALGOS (default "bfs pr wcc") pick the cases.
 set -euo pipefail
 OLD=$1 NEW=$2 STORE=$3 ROUNDS=${4:-3} NEW_STORE=${5:-$3}
 WORK=$(mktemp -d)
@@ -55,8 +57,13 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 
 printf '%-7s %-6s %10s %10s %10s %10s %10s %10s %9s %9s\n' engine algo old_wall new_wall old_iter new_iter \
   old_MiB new_MiB old_rssM new_rssM
-for engine in inmem stream; do
-  for algo in "bfs --source $SOURCE" "pr --iterations 20" "wcc"; do
+for engine in ${ENGINES:-inmem stream}; do
+  for name in ${ALGOS:-bfs pr wcc}; do
+    case $name in
+      bfs) algo="bfs --source $SOURCE" ;;
+      pr) algo="pr --iterations 20" ;;
+      *) algo=$name ;;
+    esac
     : > "$WORK/old" ; : > "$WORK/new"
     for _ in $(seq "$ROUNDS"); do
       # shellcheck disable=SC2086

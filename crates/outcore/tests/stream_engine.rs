@@ -8,12 +8,13 @@ mod inmem_support;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
-use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::engine::{Delivery, EngineKind, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
 use outcore::store::{Direction, Store};
 use outcore::Error;
+use proptest::prelude::*;
 
 struct TestGraph {
     name: &'static str,
@@ -180,6 +181,108 @@ fn equals_inmem_for_every_algorithm_schedule_and_io_mode() {
                 assert!(read("selective") <= read("block"), "{} {algorithm}: {total_read:?}", g.name);
             }
         }
+    }
+}
+
+fn pulled(stats: &RunStats) -> usize {
+    stats.per_iteration.iter().filter(|i| i.delivery == Some(Delivery::Pull)).count()
+}
+
+/// Dense iterations of pr and bfs pull (`engine/stream/pull.rs`): they stream the reverse
+/// layout (csr-in of the directed graph, csr-out of the undirected one) in 64 KiB buffers, so
+/// lists span buffers, and give inmem's results, as push-only runs do. PageRank pulls in every
+/// iteration; BFS pushes its sparse first and last levels and stops scanning a list at the
+/// first parent, so its pull iterations scan fewer arcs than the graph has.
+#[test]
+fn dense_iterations_pull_and_equal_push_only_runs() {
+    for g in [rmat_graph(), er_graph()] {
+        let reverse = if g.store.is_directed() { "csr-in" } else { "csr-out" };
+        let arcs = g.store.num_arcs();
+        for algorithm in ["pr", "bfs"] {
+            let p = params(&g, algorithm);
+            let expected = inmem(&g.store, algorithm, &p);
+            for pull in [true, false] {
+                let what = format!("{} {algorithm} pull {pull}", g.name);
+                let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+                options.stream.pull = pull;
+                let (got, stats) = run(&g.store, options, algorithm, &p).unwrap();
+                assert_same(algorithm, &expected, &got, &what);
+                if !pull {
+                    assert!(stats.per_iteration.iter().all(|i| i.delivery.is_none()), "{what}");
+                    assert!(stats.extra["stream"]["pull_layout"].is_null(), "{what}");
+                    continue;
+                }
+                assert_eq!(stats.extra["stream"]["pull_layout"], reverse, "{what}");
+                let iterations = stats.per_iteration.len();
+                match algorithm {
+                    "pr" => assert_eq!(pulled(&stats), iterations, "{what}"),
+                    _ => {
+                        assert!(pulled(&stats) >= 1 && pulled(&stats) < iterations, "{what}");
+                        assert_eq!(stats.per_iteration[0].delivery, Some(Delivery::Push), "{what}");
+                    }
+                }
+                let fills = extra_u64(&stats, "buffer_fills");
+                for i in stats.per_iteration.iter().filter(|i| i.delivery == Some(Delivery::Pull)) {
+                    assert!(i.bytes_read >= layout_bytes(&stats), "{what}: a pull reads the whole reverse layout");
+                    assert!(fills[i.iteration] >= 4, "{what}: {fills:?}");
+                    if algorithm == "bfs" {
+                        assert!(i.edges_processed < arcs, "{what}: iteration {} scanned every arc", i.iteration);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Pull needs the reverse layout's offsets and the sources' messages beside everything push
+/// needs: at the smallest budget push runs in, pr pushes, with the same ranks.
+#[test]
+fn a_budget_without_room_to_pull_pushes() {
+    let g = rmat_graph();
+    let p = params(&g, "pr");
+    let expected = inmem(&g.store, "pr", &p);
+    let mut budget = 64u64 << 10;
+    let (got, stats) = loop {
+        match run(&g.store, stream_options(budget, Schedule::Selective, IoMode::Auto, 16 << 20), "pr", &p) {
+            Ok(done) => break done,
+            Err(Error::MemoryBudget(_)) => budget = budget * 21 / 20,
+            Err(other) => panic!("{other}"),
+        }
+    };
+    assert_same("pr", &expected, &got, &format!("pr at {budget} B"));
+    assert!(stats.per_iteration.iter().all(|i| i.delivery.is_none()), "pr at {budget} B pulled");
+    let (got, stats) =
+        run(&g.store, stream_options(budget * 2, Schedule::Selective, IoMode::Auto, 16 << 20), "pr", &p).unwrap();
+    assert_same("pr", &expected, &got, &format!("pr at {} B", budget * 2));
+    assert_eq!(pulled(&stats), stats.per_iteration.len(), "pr at twice the smallest budget");
+    assert!(stats.extra["stream"]["planned_bytes"].as_u64().unwrap() <= budget * 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Push-only and direction-optimised BFS give identical depths on random graphs, directed
+    /// and undirected, from every kind of source (isolated, hub, anywhere).
+    #[test]
+    fn direction_optimised_bfs_equals_push_only(
+        n in 2u64..400,
+        density in 1u64..6,
+        seed in any::<u64>(),
+        directed in any::<bool>(),
+    ) {
+        let mut state = seed | 1;
+        let mut next = move || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+        let edges: Vec<(u64, u64, f64)> = (0..n * density).map(|_| (next() % n, next() % n, 1.0)).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let store = inmem_support::store(dir.path(), n, &edges, directed, false);
+        let p = AlgorithmParams { source: Some((seed % n).to_string()), ..AlgorithmParams::default() };
+        let mut depths = Vec::new();
+        for pull in [true, false] {
+            let mut options = stream_options(8 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+            options.stream.pull = pull;
+            depths.push(run(&store, options, "bfs", &p).unwrap().0);
+        }
+        prop_assert_eq!(&depths[0].columns, &depths[1].columns);
     }
 }
 

@@ -129,6 +129,10 @@ pub struct RunArgs {
     /// direct or buffered.
     #[arg(long, default_value = "auto")]
     io: String,
+    /// Stream engine: push in every iteration; by default dense iterations of pr and bfs pull
+    /// (scan in-arcs), which is faster.
+    #[arg(long)]
+    no_pull: bool,
     /// Shards engine: number of intervals P (default: from --memory).
     #[arg(long)]
     shards: Option<usize>,
@@ -218,6 +222,7 @@ fn stream_options(args: &RunArgs) -> anyhow::Result<StreamOptions> {
         schedule: Schedule::parse(&args.schedule)?,
         gap_threshold: args.gap_threshold.as_deref().map(parse_size).transpose()?,
         io: IoMode::parse(&args.io)?,
+        pull: !args.no_pull,
         ..StreamOptions::default()
     })
 }

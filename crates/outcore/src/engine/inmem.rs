@@ -47,7 +47,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Delivery, IterationStats, Runner};
+use super::{Delivery, IterationStats, Runner, PULL_DIVISOR};
 use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext,
@@ -119,10 +119,6 @@ impl Adjacency {
         self.inn.as_ref().unwrap_or(&self.out)
     }
 }
-
-/// Ligra's switch (PPoPP'13 §4, after Beamer et al. SC'12): an iteration pulls when the
-/// frontier's vertices plus their arcs exceed `arcs / PULL_DIVISOR`.
-const PULL_DIVISOR: u64 = 20;
 
 /// The active vertices: a flag per vertex (what pull iterations test) and the list of them in
 /// ascending order (what push iterations walk), so a sparse frontier costs its size, not `n`.

@@ -125,6 +125,10 @@ pub struct IterationStats {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Ligra's switch (PPoPP'13 §4, after Beamer et al. SC'12), shared by the engines that pull: an
+/// iteration pulls when the frontier's vertices plus their arcs exceed `arcs / PULL_DIVISOR`.
+pub const PULL_DIVISOR: u64 = 20;
+
 /// Push (active vertices scatter along their arcs) or pull (vertices that want messages scan
 /// their reverse arcs for active sources): Beamer's direction optimisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

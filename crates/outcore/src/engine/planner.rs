@@ -95,6 +95,8 @@ pub struct ProgramShape {
     pub levels: usize,
     /// The vertex program allows dense pull iterations (`VertexProgram::supports_pull`).
     pub supports_pull: bool,
+    /// Its messages depend on the source only (`VertexProgram::sends_uniform_messages`).
+    pub sends_uniform_messages: bool,
 }
 
 impl ProgramShape {
@@ -114,6 +116,7 @@ impl ProgramShape {
             max_iterations: program.max_iterations(),
             levels: 0,
             supports_pull: program.supports_pull(),
+            sends_uniform_messages: program.sends_uniform_messages(),
         }
     }
 
@@ -138,6 +141,7 @@ impl ProgramShape {
             max_iterations: program.max_supersteps(),
             levels: 0,
             supports_pull: false,
+            sends_uniform_messages: false,
         }
     }
 
@@ -163,6 +167,7 @@ impl ProgramShape {
             max_iterations: rounds,
             levels,
             supports_pull: false,
+            sends_uniform_messages: false,
         }
     }
 
@@ -183,6 +188,7 @@ impl ProgramShape {
             max_iterations: Some(1),
             levels: 0,
             supports_pull: false,
+            sends_uniform_messages: false,
         }
     }
 

@@ -92,6 +92,21 @@ impl IndexedBitmap {
         }
     }
 
+    /// Lets `update` change the bits as words (bit `i` is bit `i % 64` of word `i / 64`; bits
+    /// at or beyond `len` must stay clear), then rebuilds the index: for writers that split the
+    /// words between threads (a pull iteration, which sets most bits anyway).
+    pub fn update_words<R>(&mut self, update: impl FnOnce(&mut [u64]) -> R) -> R {
+        let result = update(&mut self.words);
+        let pw = self.partition_words;
+        self.index.fill(0);
+        for (partition, words) in self.words.chunks(pw).enumerate() {
+            if words.iter().any(|&w| w != 0) {
+                self.index[partition / 64] |= 1 << (partition % 64);
+            }
+        }
+        result
+    }
+
     /// Number of set bits (skipping empty partitions).
     pub fn count_ones(&self) -> u64 {
         let mut count = 0u64;

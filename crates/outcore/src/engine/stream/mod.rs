@@ -42,6 +42,7 @@ pub mod bitmap;
 pub mod calibrate;
 pub mod edge_pass;
 pub mod plan;
+pub mod pull;
 pub mod reader;
 pub mod schedule;
 
@@ -54,7 +55,7 @@ pub use bitmap::IndexedBitmap;
 pub use reader::{ChunkReader, EdgeBuffer, LayoutFiles};
 pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, SelectiveScheduler};
 
-use super::{IterationStats, Runner};
+use super::{Delivery, IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
@@ -116,6 +117,9 @@ pub struct StreamOptions {
     pub buffers: usize,
     /// Upper bound of one buffer (default 16 MiB); smaller when the budget is tight.
     pub max_buffer_bytes: u64,
+    /// Dense iterations of programs that support it pull (see [`pull`]; default on). Off:
+    /// every iteration pushes.
+    pub pull: bool,
 }
 
 impl Default for StreamOptions {
@@ -129,6 +133,7 @@ impl Default for StreamOptions {
             partition_bits: bitmap::DEFAULT_PARTITION_BITS,
             buffers: 4,
             max_buffer_bytes: 16 << 20,
+            pull: true,
         }
     }
 }
@@ -148,12 +153,15 @@ pub struct MemoryPlan {
     pub accumulators: usize,
     pub buffer_bytes: u64,
     pub buffers: usize,
+    /// The sources' messages of pull iterations ([`pull::Sources`]; 0 when the run never
+    /// pulls or its messages are not uniform).
+    pub pull: u64,
 }
 
 impl MemoryPlan {
     /// Vertex state with one accumulator: what must fit before anything is read.
     pub fn vertex_state(&self) -> u64 {
-        self.values + self.offsets + self.frontiers + self.accumulator
+        self.values + self.offsets + self.frontiers + self.accumulator + self.pull
     }
 
     /// Everything the engine allocates.
@@ -163,6 +171,7 @@ impl MemoryPlan {
             + self.frontiers
             + self.accumulator * self.accumulators as u64
             + self.buffer_bytes * self.buffers as u64
+            + self.pull
     }
 
     /// Sizes state, accumulators (up to `threads`) and buffers within `budget`.
@@ -185,6 +194,7 @@ impl MemoryPlan {
             accumulators: 1,
             buffer_bytes: 0,
             buffers: options.buffers.max(2),
+            pull: 0,
         };
         let min_buffers = plan.buffers as u64 * MIN_BUFFER_BYTES;
         let needed = plan.vertex_state() + min_buffers;
@@ -274,23 +284,18 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     // offsets, kept as well when only csr-in is read.
     let degrees_apart = directions[0] != Direction::Out;
     let use_weights = program.uses_weights() && store.is_weighted();
-    let plan = MemoryPlan::new(
-        info.num_vertices,
-        directions.len() as u64 + degrees_apart as u64,
-        std::mem::size_of::<P::Value>() as u64,
-        std::mem::size_of::<P::Msg>() as u64,
-        runner.memory().bytes(),
-        rayon::current_num_threads(),
-        &options,
-    )?;
+    let (plan, reverse) = plan_memory(runner, program, directions, degrees_apart, &options)?;
     let want_direct = options.io != IoMode::Buffered;
     let mut layouts = Vec::new();
     let mut files = Vec::new();
-    for &direction in directions {
+    for &direction in directions.iter().chain(reverse.filter(|d| !directions.contains(d)).as_ref()) {
         let (layout, f) = open_layout(store, direction, use_weights, want_direct)?;
         layouts.push(layout);
         files.push(f);
     }
+    // The layouts a push iteration reads come first; a pull iteration reads `reverse_index`.
+    let push_layouts = directions.len();
+    let reverse_index = reverse.map(|d| if d == directions[0] { 0 } else { layouts.len() - 1 });
     let out_degree_offsets = if degrees_apart {
         let csr = store.csr(Direction::Out)?;
         let mut offsets = vec![0u64; csr.vertices as usize + 1];
@@ -305,14 +310,16 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     }
     let gap = calibrate::resolve_gap_threshold(options.gap_threshold, store.dir());
     let target_width = target_bytes_for(info.num_vertices);
-    let total_bytes: u64 = files.iter().map(LayoutFiles::bytes).sum();
+    let total_bytes: u64 = files[..push_layouts].iter().map(LayoutFiles::bytes).sum();
 
     let mut values: Vec<P::Value> = (0..info.num_vertices).into_par_iter().map(|v| program.init(v, &info)).collect();
     let mut frontier = IndexedBitmap::new(n, options.partition_bits);
     let mut next = IndexedBitmap::new(n, options.partition_bits);
     let offsets: Vec<&[u64]> = layouts.iter().map(|l| l.offsets.as_slice()).collect();
     let (mut active_vertices, mut active_edges) =
-        fill_frontier(&mut frontier, &offsets, |v| program.initially_active(v, &info));
+        fill_frontier(&mut frontier, &offsets[..push_layouts], |v| program.initially_active(v, &info));
+    let mut sources = (reverse_index.is_some() && program.sends_uniform_messages())
+        .then(|| pull::Sources::new(n, program.identity()));
     let mut accumulators: Vec<Accumulator<P::Msg>> = (0..plan.accumulators)
         .map(|_| Accumulator {
             msgs: vec![program.identity(); n],
@@ -332,7 +339,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             "direct_io_supported": direct_supported,
             "gap_threshold_bytes": gap.bytes,
             "gap_threshold_source": gap.source,
-            "layouts": layouts.iter().map(|l| l.name).collect::<Vec<_>>(),
+            "layouts": layouts[..push_layouts].iter().map(|l| l.name).collect::<Vec<_>>(),
+            "pull_layout": reverse_index.map(|i| layouts[i].name),
             "edge_file_bytes": total_bytes,
             "vertex_state_bytes": plan.vertex_state(),
             "accumulators": plan.accumulators,
@@ -359,60 +367,83 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let io_before = runner.io_snapshot();
         let [global_sum, second_global_sum] = global_sums(program, &values, out_offsets);
 
-        // 1. Schedule.
+        // 1. Schedule: pull when the frontier is dense enough (see `pull`), else push.
+        let pulling = reverse_index.is_some()
+            && pull::pulls(active_vertices, active_edges.iter().sum(), info.num_arcs);
         let active_bytes: u64 = files.iter().zip(&active_edges).map(|(f, &e)| e * f.edge_bytes()).sum();
-        let dense = match options.schedule {
-            Schedule::Full => true,
-            Schedule::Selective => active_bytes as f64 >= options.dense_fraction * total_bytes as f64,
-            Schedule::Block => false,
+        let dense = pulling
+            || match options.schedule {
+                Schedule::Full => true,
+                Schedule::Selective => active_bytes as f64 >= options.dense_fraction * total_bytes as f64,
+                Schedule::Block => false,
+            };
+        let iteration_bytes = match reverse_index {
+            Some(r) if pulling => files[r].bytes(),
+            _ => total_bytes,
         };
-        let expected_bytes = if dense { total_bytes } else { active_bytes };
+        let expected_bytes = if dense { iteration_bytes } else { active_bytes };
         let direct = direct_supported
             && match options.io {
                 IoMode::Buffered => false,
                 IoMode::Direct => true,
                 IoMode::Auto => expected_bytes > page_cache,
             };
-        let plans: Vec<(usize, ChunkPlan<'_>)> = layouts
-            .iter()
-            .zip(&files)
-            .enumerate()
-            .map(|(i, (layout, f))| {
-                let total_edges = *layout.offsets.last().unwrap();
-                let plan = if dense {
-                    ChunkPlan::whole(total_edges)
-                } else if options.schedule == Schedule::Block {
-                    ChunkPlan::Block(BlockScheduler::new(
-                        &layout.offsets,
-                        &frontier,
-                        (options.block_bytes / f.targets.width).max(1),
-                    ))
-                } else {
-                    let rule = GapRule::new(gap.bytes, f.edge_bytes(), f.files());
-                    ChunkPlan::Selective(SelectiveScheduler::new(&layout.offsets, &frontier, rule))
-                };
-                (i, plan)
-            })
-            .collect();
+        let plans: Vec<(usize, ChunkPlan<'_>)> = match reverse_index {
+            Some(r) if pulling => vec![(r, ChunkPlan::whole(*layouts[r].offsets.last().unwrap()))],
+            _ => layouts[..push_layouts]
+                .iter()
+                .zip(&files)
+                .enumerate()
+                .map(|(i, (layout, f))| (i, push_plan(layout, f, &frontier, dense, &options, gap.bytes)))
+                .collect(),
+        };
 
-        // 2. Scatter, with the reader thread ahead of the compute.
+        // 2. Scatter (or pull), with the reader thread ahead of the compute.
         let reader = ChunkReader { layouts: &files, direct, counters: store.counters(), cancel: runner.cancel_token() };
         let mut scatter_seconds = 0.0f64;
-        let scatter = Scatter {
-            program,
-            frontier: &frontier,
-            values: &values,
-            offsets: &offsets,
-            out_offsets,
-            wide: target_width == 8,
-            n: n as u64,
+        let streamed = if pulling {
+            let r = reverse_index.expect("a pull iteration has a reverse layout");
+            if let Some(sources) = sources.as_mut() {
+                let computing = Instant::now();
+                sources.prepare(program, &values, &frontier, out_offsets);
+                scatter_seconds += computing.elapsed().as_secs_f64();
+            }
+            let pull = pull::Pull {
+                program,
+                values: &values,
+                frontier: &frontier,
+                all_active: active_vertices == n as u64,
+                out_offsets,
+                offsets: offsets[r],
+                sources: sources.as_ref(),
+                wide: target_width == 8,
+            };
+            let acc = &mut accumulators[0];
+            stream_buffers(&reader, plans, &mut pool, |buffer| {
+                let computing = Instant::now();
+                let pulled = acc.received.update_words(|words| pull.buffer(buffer, &mut acc.msgs, words));
+                acc.edges += pulled.edges;
+                acc.bad_target = acc.bad_target.or(pulled.bad_source);
+                scatter_seconds += computing.elapsed().as_secs_f64();
+                Ok(())
+            })?
+        } else {
+            let scatter = Scatter {
+                program,
+                frontier: &frontier,
+                values: &values,
+                offsets: &offsets,
+                out_offsets,
+                wide: target_width == 8,
+                n: n as u64,
+            };
+            stream_buffers(&reader, plans, &mut pool, |buffer| {
+                let computing = Instant::now();
+                scatter.buffer(buffer, &mut accumulators);
+                scatter_seconds += computing.elapsed().as_secs_f64();
+                Ok(())
+            })?
         };
-        let streamed = stream_buffers(&reader, plans, &mut pool, |buffer| {
-            let computing = Instant::now();
-            scatter.buffer(buffer, &mut accumulators);
-            scatter_seconds += computing.elapsed().as_secs_f64();
-            Ok(())
-        })?;
         let (reader_stats, io_wait) = (streamed.reader, streamed.io_wait_seconds);
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
             return Err(Error::store(
@@ -426,7 +457,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let applying = Instant::now();
         let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
         next.clear();
-        let (next_vertices, next_edges) = apply(program, &ctx, &mut values, &mut accumulators, &mut next, &offsets);
+        let (next_vertices, next_edges) =
+            apply(program, &ctx, &mut values, &mut accumulators, &mut next, &offsets[..push_layouts]);
         std::mem::swap(&mut frontier, &mut next);
         let apply_seconds = applying.elapsed().as_secs_f64();
 
@@ -436,7 +468,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         extra.insert("chunks_read".into(), reader_stats.chunks.into());
         extra.insert("read_requests".into(), reader_stats.requests.into());
         extra.insert("buffer_fills".into(), reader_stats.buffers_filled.into());
-        extra.insert("bytes_skipped".into(), total_bytes.saturating_sub(reader_stats.bytes_read).into());
+        extra.insert("bytes_skipped".into(), iteration_bytes.saturating_sub(reader_stats.bytes_read).into());
         extra.insert("io_wait_seconds".into(), io_wait.into());
         extra.insert("compute_seconds".into(), (scatter_seconds + apply_seconds).into());
         extra.insert("io_mode".into(), (if direct { "direct" } else { "buffered" }).into());
@@ -448,7 +480,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             bytes_read: io.bytes_read,
             bytes_written: io.bytes_written,
             seconds: started.elapsed().as_secs_f64(),
-            delivery: None,
+            delivery: reverse_index.map(|_| if pulling { Delivery::Pull } else { Delivery::Push }),
             extra,
         });
         bar.set_message(&format!(
@@ -469,6 +501,116 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     }
     bar.finish();
     Ok(values)
+}
+
+/// The memory plan of a run, and the layout its pull iterations stream (None when it never
+/// pulls).
+fn plan_memory<P: VertexProgram>(
+    runner: &Runner,
+    program: &P,
+    directions: &[Direction],
+    degrees_apart: bool,
+    options: &StreamOptions,
+) -> Result<(MemoryPlan, Option<Direction>)> {
+    let info = runner.graph_info();
+    let pull = PullNeeds::of(
+        program.supports_pull() && options.pull,
+        program.sends_uniform_messages(),
+        program.direction(),
+        runner.store().is_directed(),
+        std::mem::size_of::<P::Msg>() as u64,
+        info.num_vertices,
+    );
+    let (plan, pulls) = MemoryPlan::with_pull(
+        info.num_vertices,
+        (directions.len() + degrees_apart as usize) as u64,
+        std::mem::size_of::<P::Value>() as u64,
+        std::mem::size_of::<P::Msg>() as u64,
+        runner.memory().bytes(),
+        rayon::current_num_threads(),
+        options,
+        pull,
+    )?;
+    Ok((plan, pull.filter(|_| pulls).map(|p| p.reverse)))
+}
+
+/// What dense pull iterations (see [`pull`]) need beside a push plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PullNeeds {
+    /// The layout a pull streams: the reverse of the program's direction.
+    pub reverse: Direction,
+    /// Its offsets are one layout more in memory (a directed store; an undirected one pulls
+    /// along the csr-out it pushes along).
+    pub extra_layout: bool,
+    /// [`pull::Sources`] bytes (0 when messages are not uniform).
+    pub sources: u64,
+}
+
+impl PullNeeds {
+    /// The needs of a program that supports pull (None otherwise, and for `Both` programs).
+    pub fn of(
+        supports_pull: bool,
+        uniform: bool,
+        direction: EdgeDirection,
+        directed: bool,
+        msg_bytes: u64,
+        vertices: u64,
+    ) -> Option<PullNeeds> {
+        let reverse = match (supports_pull, direction, directed) {
+            (false, ..) | (true, EdgeDirection::Both, _) => return None,
+            (true, EdgeDirection::Out, true) => Direction::In,
+            (true, _, _) => Direction::Out,
+        };
+        let sources = if uniform { vertices * msg_bytes + vertices.div_ceil(64) * 8 } else { 0 };
+        Some(PullNeeds { reverse, extra_layout: directed, sources })
+    }
+}
+
+impl MemoryPlan {
+    /// The plan of a run whose dense iterations may pull: with `pull`'s needs when they fit
+    /// beside everything push needs (then true), else push only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_pull(
+        vertices: u64,
+        layouts: u64,
+        value_bytes: u64,
+        msg_bytes: u64,
+        budget: u64,
+        threads: usize,
+        options: &StreamOptions,
+        pull: Option<PullNeeds>,
+    ) -> Result<(MemoryPlan, bool)> {
+        let plan = |layouts: u64, reserved: u64| {
+            MemoryPlan::new(vertices, layouts, value_bytes, msg_bytes, budget.saturating_sub(reserved), threads, options)
+        };
+        if let Some(pull) = pull {
+            if let Ok(mut with_pull) = plan(layouts + pull.extra_layout as u64, pull.sources) {
+                with_pull.pull = pull.sources;
+                return Ok((with_pull, true));
+            }
+        }
+        Ok((plan(layouts, 0)?, false))
+    }
+}
+
+/// The chunks a push iteration reads of one layout.
+fn push_plan<'a>(
+    layout: &'a StreamLayout,
+    files: &LayoutFiles,
+    frontier: &'a IndexedBitmap,
+    dense: bool,
+    options: &StreamOptions,
+    gap_bytes: u64,
+) -> ChunkPlan<'a> {
+    let total_edges = *layout.offsets.last().unwrap();
+    if dense {
+        ChunkPlan::whole(total_edges)
+    } else if options.schedule == Schedule::Block {
+        ChunkPlan::Block(BlockScheduler::new(&layout.offsets, frontier, (options.block_bytes / files.targets.width).max(1)))
+    } else {
+        let rule = GapRule::new(gap_bytes, files.edge_bytes(), files.files());
+        ChunkPlan::Selective(SelectiveScheduler::new(&layout.offsets, frontier, rule))
+    }
 }
 
 /// What [`stream_buffers`] measured.

@@ -2,7 +2,7 @@
 //! (one streamed pass, see [`super::edge_pass`]) and vertex programs, when all vertex state fits ([`MemoryPlan`]); edges are streamed from disk
 //! every iteration, selectively (Redio §3), overlapped with compute.
 
-use super::MemoryPlan;
+use super::{MemoryPlan, PullNeeds};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 use crate::program::EdgeDirection;
@@ -31,7 +31,15 @@ impl Engine for StreamEngine {
         // Layouts whose offsets stay in memory: those read, plus csr-out's for degrees when
         // only csr-in is read.
         let layouts = shape.layouts(graph.directed) + (shape.direction == EdgeDirection::In && graph.directed) as u64;
-        let memory = MemoryPlan::new(
+        let pull = PullNeeds::of(
+            shape.supports_pull && ctx.options.stream.pull,
+            shape.sends_uniform_messages,
+            shape.direction,
+            graph.directed,
+            shape.msg_bytes,
+            graph.vertices,
+        );
+        let memory = MemoryPlan::with_pull(
             graph.vertices,
             layouts,
             shape.value_bytes,
@@ -39,9 +47,10 @@ impl Engine for StreamEngine {
             ctx.budget,
             rayon::current_num_threads(),
             &ctx.options.stream,
+            pull,
         );
         let memory = match memory {
-            Ok(m) => m,
+            Ok((m, _)) => m,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
         let adjacency = graph.adjacency_bytes(shape);
@@ -53,7 +62,8 @@ impl Engine for StreamEngine {
             .with_part("offsets", memory.offsets)
             .with_part("frontiers", memory.frontiers)
             .with_part("accumulators", memory.accumulator * memory.accumulators as u64)
-            .with_part("read buffers", memory.buffer_bytes * memory.buffers as u64);
+            .with_part("read buffers", memory.buffer_bytes * memory.buffers as u64)
+            .with_part("pulled messages", memory.pull);
         plan.bytes_read = (adjacency as f64 * passes) as u64;
         // Reading overlaps compute (a reader thread fills buffers ahead).
         let io = ctx.model.transfer(plan.bytes_read);

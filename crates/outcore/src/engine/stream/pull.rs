@@ -1,0 +1,262 @@
+//! Dense *pull* iterations of the stream engine (Beamer et al., "Direction-Optimizing
+//! Breadth-First Search", SC'12; Ligra's `edgeMapDense`, PPoPP'13 §4), for programs that
+//! [support pull](VertexProgram::supports_pull).
+//!
+//! **Why.** A push iteration does, per edge, a random read-modify-write into a per-thread
+//! array of |V| messages plus a bitmap set. On RMAT-22 those arrays (19 MB each, one per
+//! thread) outgrow the last-level cache and the scatter waits on its misses. A pull iteration
+//! streams the *reverse* layout (csr-in for a program that sends along out-arcs) whole, and
+//! each target folds the messages of its sources straight into its own slot:
+//! - the writes are sequential, and each target belongs to one thread: one accumulator, no
+//!   fold of per-thread arrays afterwards;
+//! - with [uniform messages](VertexProgram::sends_uniform_messages) each source's message is
+//!   computed once per iteration into one array of |V| messages ([`Sources`]; 19 MB for
+//!   PageRank, within the L3), which the fold reads at random: independent loads the CPU
+//!   overlaps, instead of dependent read-modify-writes;
+//! - BFS-like programs skip the list of every target that no longer
+//!   [wants](VertexProgram::pull_wants) messages and stop a list at its first
+//!   [satisfying](VertexProgram::pull_satisfied) source (Ligra's bottom-up step).
+//!
+//! A pull still reads every edge of the reverse layout from disk, so the engine pulls only when
+//! the frontier and its edges are more than 1/[`PULL_DIVISOR`] of the arcs (Ligra's rule), and
+//! pushes, selectively, otherwise.
+//!
+//! **Order.** A target's list may span pieces and buffers. Its slot holds the fold so far and
+//! the next piece folds on into it, so every target's messages are folded in ascending source
+//! order in one chain, whatever the buffer size or the thread count: pulled results are the
+//! same in every run.
+
+use rayon::prelude::*;
+
+use super::reader::EdgeBuffer;
+use super::IndexedBitmap;
+use crate::engine::PULL_DIVISOR;
+use crate::program::{EdgeRef, VertexProgram};
+
+/// Targets per parallel task (a multiple of 64: one task owns whole words of the bitmap of
+/// targets that received a message).
+const TARGETS_PER_TASK: usize = 2048;
+
+/// Whether an iteration whose frontier has `active_vertices` vertices and `frontier_arcs` arcs
+/// pulls (Ligra's rule: more than 1/[`PULL_DIVISOR`] of the arcs).
+pub fn pulls(active_vertices: u64, frontier_arcs: u64, arcs: u64) -> bool {
+    active_vertices + frontier_arcs > arcs / PULL_DIVISOR
+}
+
+/// The messages the sources send in one iteration, for programs with uniform messages: one
+/// per vertex, computed once instead of once per arc (memory: [`super::PullNeeds::sources`]).
+pub struct Sources<M> {
+    sent: Vec<M>,
+    /// One bit per vertex: it is active and `scatter` gave a message.
+    senders: Vec<u64>,
+    /// Every vertex sends (no need to look at `senders`).
+    all: bool,
+}
+
+impl<M: Copy + Send + Sync> Sources<M> {
+    pub fn new(vertices: usize, identity: M) -> Sources<M> {
+        Sources { sent: vec![identity; vertices], senders: vec![0; vertices.div_ceil(64)], all: false }
+    }
+
+    /// Computes every active vertex's message of this iteration.
+    pub fn prepare<P: VertexProgram<Msg = M>>(
+        &mut self,
+        program: &P,
+        values: &[P::Value],
+        frontier: &IndexedBitmap,
+        out_offsets: &[u64],
+    ) {
+        let identity = program.identity();
+        let count: u64 = self
+            .sent
+            .par_chunks_mut(64)
+            .zip(self.senders.par_iter_mut())
+            .enumerate()
+            .map(|(w, (sent, word))| {
+                *word = 0;
+                for (i, slot) in sent.iter_mut().enumerate() {
+                    let s = w * 64 + i;
+                    let degree = out_offsets[s + 1] - out_offsets[s];
+                    let edge = EdgeRef { source: s as u64, target: s as u64, weight: 1.0, source_out_degree: degree };
+                    let message = if frontier.get(s) { program.scatter(&values[s], edge) } else { None };
+                    *slot = message.unwrap_or(identity);
+                    *word |= (message.is_some() as u64) << i;
+                }
+                word.count_ones() as u64
+            })
+            .sum();
+        self.all = count == self.sent.len() as u64;
+    }
+}
+
+/// What the pull of one buffer needs to see.
+pub struct Pull<'a, P: VertexProgram> {
+    pub program: &'a P,
+    pub values: &'a [P::Value],
+    pub frontier: &'a IndexedBitmap,
+    /// Every vertex is active (no need to look at `frontier`).
+    pub all_active: bool,
+    pub out_offsets: &'a [u64],
+    /// Offsets of the reverse layout, the one streamed.
+    pub offsets: &'a [u64],
+    /// The sources' messages, for programs with uniform messages.
+    pub sources: Option<&'a Sources<P::Msg>>,
+    /// Source ids are u64 (|V| >= 2^32) rather than u32.
+    pub wide: bool,
+}
+
+/// What the pull of one buffer did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Pulled {
+    /// Arcs looked at.
+    pub edges: u64,
+    /// A source id out of range (a damaged store).
+    pub bad_source: Option<u64>,
+}
+
+impl Pulled {
+    fn add(self, other: Pulled) -> Pulled {
+        Pulled { edges: self.edges + other.edges, bad_source: self.bad_source.or(other.bad_source) }
+    }
+}
+
+impl<P: VertexProgram> Pull<'_, P> {
+    /// Folds every piece of `buffer` into the targets' slots `msgs`, setting their bits in
+    /// `received` (the words of the accumulator's bitmap; its index is rebuilt by the caller).
+    pub fn buffer(&self, buffer: &EdgeBuffer, msgs: &mut [P::Msg], received: &mut [u64]) -> Pulled {
+        let mut pulled = Pulled::default();
+        for piece in &buffer.pieces {
+            let width = if self.wide { 8 } else { 4 };
+            let ids = &buffer.targets[piece.target_pos..piece.target_pos + piece.edges() as usize * width];
+            let weights = match (&buffer.weights, self.sources) {
+                (Some(w), None) => Some(&w[piece.weight_pos..piece.weight_pos + piece.edges() as usize * 8]),
+                _ => None,
+            };
+            let edges = Edges { first: piece.first_edge, end: piece.end_edge, ids, weights };
+            pulled = pulled.add(if self.wide { self.piece::<true>(&edges, msgs, received) } else { self.piece::<false>(&edges, msgs, received) });
+        }
+        pulled
+    }
+
+    /// Folds one piece: its targets in tasks of [`TARGETS_PER_TASK`], in parallel.
+    fn piece<const WIDE: bool>(&self, edges: &Edges<'_>, msgs: &mut [P::Msg], received: &mut [u64]) -> Pulled {
+        // The targets whose lists meet the piece: [first, end).
+        let first = self.offsets.partition_point(|&o| o <= edges.first) - 1;
+        let end = self.offsets.partition_point(|&o| o < edges.end);
+        let (lo, hi) = (first / TARGETS_PER_TASK, end.div_ceil(TARGETS_PER_TASK));
+        let (n, words) = (msgs.len(), TARGETS_PER_TASK / 64);
+        let msgs = &mut msgs[lo * TARGETS_PER_TASK..(hi * TARGETS_PER_TASK).min(n)];
+        let received = &mut received[lo * words..(hi * words).min(n.div_ceil(64))];
+        msgs.par_chunks_mut(TARGETS_PER_TASK)
+            .zip(received.par_chunks_mut(words))
+            .enumerate()
+            .map(|(i, (msgs, received))| {
+                let base = (lo + i) * TARGETS_PER_TASK;
+                let targets = first.max(base)..end.min(base + msgs.len());
+                self.task::<WIDE>(edges, base, targets, msgs, received)
+            })
+            .reduce(Pulled::default, Pulled::add)
+    }
+
+    /// Folds the lists of `targets` (within the piece) into their slots.
+    fn task<const WIDE: bool>(
+        &self,
+        edges: &Edges<'_>,
+        base: usize,
+        targets: std::ops::Range<usize>,
+        msgs: &mut [P::Msg],
+        received: &mut [u64],
+    ) -> Pulled {
+        let mut pulled = Pulled::default();
+        for t in targets {
+            if !self.program.pull_wants(&self.values[t]) {
+                continue;
+            }
+            let local = t - base;
+            let got = received[local / 64] >> (local % 64) & 1 == 1;
+            if got && self.program.pull_satisfied(&msgs[local]) {
+                continue;
+            }
+            let from = self.offsets[t].max(edges.first);
+            let to = self.offsets[t + 1].min(edges.end);
+            let fold = Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
+            let fold = match self.sources {
+                Some(sources) if sources.all => self.fold::<WIDE>(edges, from, to, fold, |s, _| Some(sources.sent[s])),
+                Some(sources) => self.fold::<WIDE>(edges, from, to, fold, |s, _| {
+                    (sources.senders[s / 64] >> (s % 64) & 1 == 1).then(|| sources.sent[s])
+                }),
+                None => self.fold::<WIDE>(edges, from, to, fold, |s, weight| {
+                    if !self.all_active && !self.frontier.get(s) {
+                        return None;
+                    }
+                    let source_out_degree = self.out_offsets[s + 1] - self.out_offsets[s];
+                    let edge = EdgeRef { source: s as u64, target: t as u64, weight, source_out_degree };
+                    self.program.scatter(&self.values[s], edge)
+                }),
+            };
+            pulled.edges += fold.edges;
+            pulled.bad_source = pulled.bad_source.or(fold.bad);
+            if fold.any {
+                msgs[local] = fold.acc;
+                received[local / 64] |= 1 << (local % 64);
+            }
+        }
+        pulled
+    }
+
+    /// Folds the messages of edges `[from, to)` onto `fold`, in order, until satisfied.
+    #[inline(always)]
+    fn fold<const WIDE: bool>(
+        &self,
+        edges: &Edges<'_>,
+        from: u64,
+        to: u64,
+        mut fold: Fold<P::Msg>,
+        message: impl Fn(usize, f64) -> Option<P::Msg>,
+    ) -> Fold<P::Msg> {
+        let width = if WIDE { 8 } else { 4 };
+        let (a, b) = ((from - edges.first) as usize, (to - edges.first) as usize);
+        let n = self.values.len() as u64;
+        for (k, id) in edges.ids[a * width..b * width].chunks_exact(width).enumerate() {
+            let source = if WIDE {
+                u64::from_le_bytes(id.try_into().unwrap())
+            } else {
+                u32::from_le_bytes(id.try_into().unwrap()) as u64
+            };
+            fold.edges += 1;
+            if source >= n {
+                fold.bad = Some(source);
+                continue;
+            }
+            let weight = match edges.weights {
+                Some(w) => f64::from_le_bytes(w[(a + k) * 8..(a + k) * 8 + 8].try_into().unwrap()),
+                None => 1.0,
+            };
+            if let Some(msg) = message(source as usize, weight) {
+                fold.acc = self.program.combine(fold.acc, msg);
+                fold.any = true;
+                if self.program.pull_satisfied(&fold.acc) {
+                    break;
+                }
+            }
+        }
+        fold
+    }
+}
+
+/// The edges of one piece: `[first, end)` of the reverse layout.
+struct Edges<'a> {
+    first: u64,
+    end: u64,
+    ids: &'a [u8],
+    weights: Option<&'a [u8]>,
+}
+
+/// A target's fold in progress.
+struct Fold<M> {
+    acc: M,
+    /// A message was folded (now or in an earlier piece).
+    any: bool,
+    edges: u64,
+    bad: Option<u64>,
+}
