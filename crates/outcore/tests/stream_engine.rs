@@ -79,6 +79,9 @@ fn stream_options(memory: u64, schedule: Schedule, io: IoMode, max_buffer_bytes:
             io,
             // Small enough that selective iterations really split the file into chunks.
             gap_threshold: Some(4096),
+            // Every pass reads from disk, so that the schedules' reads compare (resident edges
+            // have tests of their own).
+            resident_edges: false,
             block_bytes: 16 << 10,
             max_buffer_bytes,
             ..StreamOptions::default()
@@ -231,6 +234,42 @@ fn dense_iterations_pull_and_equal_push_only_runs() {
                 }
             }
         }
+    }
+}
+
+/// What the budget leaves after the plan keeps a prefix of the layout dense passes read
+/// (`engine/stream/resident.rs`): with room for all of it, pr reads csr-in once; with room for
+/// about half, every later pass takes that half from memory and reads the rest; results equal
+/// inmem's either way and the plan stays within the budget.
+#[test]
+fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
+    let g = rmat_graph();
+    let p = params(&g, "pr");
+    let expected = inmem(&g.store, "pr", &p);
+    let arcs = g.store.num_arcs();
+    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+    options.stream.resident_edges = true;
+    let (got, stats) = run(&g.store, options.clone(), "pr", &p).unwrap();
+    assert_same("pr", &expected, &got, "all resident");
+    let resident = extra_u64(&stats, "resident_edges");
+    let file = layout_bytes(&stats);
+    assert_eq!(resident[0], 0, "the first pass reads everything");
+    assert!(stats.per_iteration[0].bytes_read >= file);
+    assert!(resident[1..].iter().all(|&r| r == arcs), "{resident:?}");
+    assert!(stats.per_iteration[1..].iter().all(|i| i.bytes_read == 0));
+
+    let planned = stats.extra["stream"]["planned_bytes"].as_u64().unwrap();
+    let budget = planned + file / 2;
+    options.memory = MemoryBudget::new(budget);
+    let (got, stats) = run(&g.store, options, "pr", &p).unwrap();
+    assert_same("pr", &expected, &got, "half resident");
+    let resident = extra_u64(&stats, "resident_edges");
+    let room = stats.extra["stream"]["resident_room_bytes"].as_u64().unwrap();
+    assert!(room <= file / 2 && room + stats.extra["stream"]["planned_bytes"].as_u64().unwrap() <= budget);
+    for (i, iteration) in stats.per_iteration.iter().enumerate().skip(1) {
+        assert!(resident[i] > arcs / 4 && resident[i] < arcs, "iteration {i}: {resident:?}");
+        assert!(iteration.bytes_read > 0 && iteration.bytes_read < file * 3 / 4, "iteration {i}");
+        assert_eq!(iteration.edges_processed, arcs, "iteration {i}: every arc is folded once");
     }
 }
 

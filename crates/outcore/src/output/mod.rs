@@ -30,6 +30,8 @@ pub mod sink;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 pub use format::{format_float, format_hops, push_float, push_hops, UNREACHABLE_HOPS};
 
 use crate::algo::{AlgorithmResult, ValueColumn};
@@ -261,8 +263,11 @@ impl Style {
     }
 }
 
-/// Flush the row buffer to the writer past this size.
-const ROW_BUFFER_BYTES: usize = 1 << 20;
+/// Rows formatted per batch: each batch is cut into [`FORMAT_SLICES`] slices formatted in
+/// parallel (formatting floats as `%.15e` is most of a text result's cost), then written in
+/// order.
+const BATCH_ROWS: usize = 1 << 16;
+const FORMAT_SLICES: usize = 16;
 
 fn write_delimited<W: Write>(
     ids: &IdMap,
@@ -273,21 +278,59 @@ fn write_delimited<W: Write>(
     what: &str,
 ) -> Result<u64> {
     let separator = style.separator();
-    let mut buffer: Vec<u8> = Vec::with_capacity(ROW_BUFFER_BYTES + 4096);
     if header {
+        let mut buffer = Vec::new();
         push_text(&mut buffer, "vertex", style, "column name")?;
         for (name, _) in &result.columns {
             buffer.push(separator);
             push_text(&mut buffer, name, style, "column name")?;
         }
         buffer.push(b'\n');
+        out.write_all(&buffer).context(|| format!("writing {what}"))?;
     }
-    let mut labels = LabelNames::new();
-    let mut integers = itoa::Buffer::new();
+    // One label cache per slice, kept across batches.
+    let mut labels: Vec<LabelNames> = (0..FORMAT_SLICES).map(|_| LabelNames::new()).collect();
     let mut rows = 0u64;
+    let mut flush = |batch: &mut Vec<(u64, OriginalId)>| -> Result<()> {
+        let per_slice = batch.len().div_ceil(FORMAT_SLICES).max(1);
+        let texts: Vec<Result<Vec<u8>>> = batch
+            .par_chunks(per_slice)
+            .zip(labels.par_iter_mut())
+            .map(|(slice, labels)| format_rows(ids, result, style, slice, labels))
+            .collect();
+        for text in texts {
+            out.write_all(&text?).context(|| format!("writing {what}"))?;
+        }
+        rows += batch.len() as u64;
+        batch.clear();
+        Ok(())
+    };
+    let mut batch = Vec::with_capacity(BATCH_ROWS);
     ids.for_each_by_original(|dense, original| {
+        batch.push((dense, original.clone()));
+        if batch.len() == BATCH_ROWS {
+            flush(&mut batch)?;
+        }
+        Ok(())
+    })?;
+    flush(&mut batch)?;
+    Ok(rows)
+}
+
+/// The text of `rows` (dense id, original id), one line each.
+fn format_rows(
+    ids: &IdMap,
+    result: &AlgorithmResult,
+    style: Style,
+    rows: &[(u64, OriginalId)],
+    labels: &mut LabelNames,
+) -> Result<Vec<u8>> {
+    let separator = style.separator();
+    let mut buffer: Vec<u8> = Vec::with_capacity(rows.len() * 32);
+    let mut integers = itoa::Buffer::new();
+    for (dense, original) in rows {
         push_id(&mut buffer, original, style, &mut integers)?;
-        let index = dense as usize;
+        let index = *dense as usize;
         for (_, column) in &result.columns {
             buffer.push(separator);
             match column {
@@ -301,15 +344,8 @@ fn write_delimited<W: Write>(
             }
         }
         buffer.push(b'\n');
-        rows += 1;
-        if buffer.len() >= ROW_BUFFER_BYTES {
-            out.write_all(&buffer).context(|| format!("writing {what}"))?;
-            buffer.clear();
-        }
-        Ok(())
-    })?;
-    out.write_all(&buffer).context(|| format!("writing {what}"))?;
-    Ok(rows)
+    }
+    Ok(buffer)
 }
 
 fn push_id(out: &mut Vec<u8>, id: &OriginalId, style: Style, integers: &mut itoa::Buffer) -> Result<()> {

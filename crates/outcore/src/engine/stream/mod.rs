@@ -30,7 +30,8 @@
 //!    the vertices it reports changed form the next frontier, built block by block.
 //!
 //! I/O overlaps compute: the reader fills buffers ahead of the scatter through a bounded
-//! queue. Reads are buffered when an iteration's data fits the page cache estimate and
+//! queue. What the budget leaves after the plan keeps a prefix of the layout dense passes read
+//! in memory ([`resident`]); later dense passes read only the rest. Reads are buffered when an iteration's data fits the page cache estimate and
 //! `O_DIRECT` otherwise (`--io auto`, §4 "Vertex Data Buffering"), or as forced.
 //!
 //! Semantics follow the reference engine exactly (see `engine/inmem.rs`): `global_sum` is
@@ -44,6 +45,7 @@ pub mod edge_pass;
 pub mod plan;
 pub mod pull;
 pub mod reader;
+pub mod resident;
 pub mod schedule;
 
 use std::time::Instant;
@@ -115,11 +117,16 @@ pub struct StreamOptions {
     /// Buffers in the reader's pool (default 4: one being filled, one being scattered, two
     /// queued).
     pub buffers: usize,
-    /// Upper bound of one buffer (default 16 MiB); smaller when the budget is tight.
+    /// Upper bound of one buffer (default 4 MiB: the device reads as fast in 4 MiB requests as
+    /// in 16 MiB ones, and the budget they leave keeps edges resident); smaller when the
+    /// budget is tight.
     pub max_buffer_bytes: u64,
     /// Dense iterations of programs that support it pull (see [`pull`]; default on). Off:
     /// every iteration pushes.
     pub pull: bool,
+    /// Edges of dense passes are kept in memory when the budget has room (see [`resident`];
+    /// default on). Off: every pass reads from disk (tests comparing schedules' reads).
+    pub resident_edges: bool,
 }
 
 impl Default for StreamOptions {
@@ -132,8 +139,9 @@ impl Default for StreamOptions {
             dense_fraction: 0.9,
             partition_bits: bitmap::DEFAULT_PARTITION_BITS,
             buffers: 4,
-            max_buffer_bytes: 16 << 20,
+            max_buffer_bytes: 4 << 20,
             pull: true,
+            resident_edges: true,
         }
     }
 }
@@ -330,6 +338,9 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         .collect();
     let mut pool: Vec<EdgeBuffer> =
         (0..plan.buffers).map(|_| EdgeBuffer::new(plan.buffer_bytes as usize, target_width, use_weights)).collect();
+    // What the budget leaves after the plan keeps edges of dense passes in memory.
+    let room = if options.resident_edges { runner.memory().bytes().saturating_sub(plan.total()) } else { 0 };
+    let mut resident = resident::ResidentEdges::new(room);
     let page_cache = page_cache_estimate(runner.memory().bytes());
     runner.record_extra(
         "stream",
@@ -347,6 +358,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             "buffers": plan.buffers,
             "buffer_bytes": plan.buffer_bytes,
             "planned_bytes": plan.total(),
+            "resident_room_bytes": room,
             "page_cache_estimate_bytes": page_cache,
         }),
     );
@@ -388,13 +400,19 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 IoMode::Direct => true,
                 IoMode::Auto => expected_bytes > page_cache,
             };
+        // A dense pass over one layout takes its resident prefix from memory (see `resident`).
+        let dense_layout = match reverse_index {
+            Some(r) if pulling => Some(r),
+            _ => (dense && push_layouts == 1).then_some(0),
+        };
+        let from = dense_layout.map_or(0, |l| resident.prefix(l).1);
         let plans: Vec<(usize, ChunkPlan<'_>)> = match reverse_index {
-            Some(r) if pulling => vec![(r, ChunkPlan::whole(*layouts[r].offsets.last().unwrap()))],
+            Some(r) if pulling => vec![(r, ChunkPlan::rest(from, *layouts[r].offsets.last().unwrap()))],
             _ => layouts[..push_layouts]
                 .iter()
                 .zip(&files)
                 .enumerate()
-                .map(|(i, (layout, f))| (i, push_plan(layout, f, &frontier, dense, &options, gap.bytes)))
+                .map(|(i, (layout, f))| (i, push_plan(layout, f, &frontier, dense.then_some(from), &options, gap.bytes)))
                 .collect(),
         };
 
@@ -419,7 +437,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 wide: target_width == 8,
             };
             let acc = &mut accumulators[0];
-            stream_buffers(&reader, plans, &mut pool, |buffer| {
+            pass(&reader, plans, &mut pool, &mut resident, dense_layout, &mut |buffer| {
                 let computing = Instant::now();
                 let pulled = acc.received.update_words(|words| pull.buffer(buffer, &mut acc.msgs, words));
                 acc.edges += pulled.edges;
@@ -437,13 +455,14 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 wide: target_width == 8,
                 n: n as u64,
             };
-            stream_buffers(&reader, plans, &mut pool, |buffer| {
+            pass(&reader, plans, &mut pool, &mut resident, dense_layout, &mut |buffer| {
                 let computing = Instant::now();
                 scatter.buffer(buffer, &mut accumulators);
                 scatter_seconds += computing.elapsed().as_secs_f64();
                 Ok(())
             })?
         };
+        let (resident_edges, streamed) = streamed;
         let (reader_stats, io_wait) = (streamed.reader, streamed.io_wait_seconds);
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
             return Err(Error::store(
@@ -469,6 +488,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         extra.insert("read_requests".into(), reader_stats.requests.into());
         extra.insert("buffer_fills".into(), reader_stats.buffers_filled.into());
         extra.insert("bytes_skipped".into(), iteration_bytes.saturating_sub(reader_stats.bytes_read).into());
+        extra.insert("resident_edges".into(), resident_edges.into());
         extra.insert("io_wait_seconds".into(), io_wait.into());
         extra.insert("compute_seconds".into(), (scatter_seconds + apply_seconds).into());
         extra.insert("io_mode".into(), (if direct { "direct" } else { "buffered" }).into());
@@ -593,18 +613,49 @@ impl MemoryPlan {
     }
 }
 
-/// The chunks a push iteration reads of one layout.
+/// Streams `plans` through `consume`. A dense pass over one layout (`dense`) first hands
+/// `consume` that layout's resident prefix, from memory, and offers the buffers it reads to be
+/// kept; returns the edges taken from memory and what the stream measured.
+fn pass(
+    reader: &ChunkReader<'_>,
+    plans: Vec<(usize, ChunkPlan<'_>)>,
+    pool: &mut Vec<EdgeBuffer>,
+    resident: &mut resident::ResidentEdges,
+    dense: Option<usize>,
+    consume: &mut dyn FnMut(&EdgeBuffer) -> Result<()>,
+) -> Result<(u64, Streamed)> {
+    let mut from_memory = 0;
+    if let Some(layout) = dense {
+        for buffer in resident.prefix(layout).0 {
+            consume(buffer)?;
+            from_memory += buffer.edges();
+        }
+    }
+    let streamed = stream_buffers(reader, plans, pool, |buffer| {
+        consume(buffer)?;
+        if let Some(layout) = dense {
+            resident.offer(layout, buffer);
+        }
+        Ok(())
+    })?;
+    if let Some(layout) = dense {
+        resident.end_pass(layout);
+    }
+    Ok((from_memory, streamed))
+}
+
+/// The chunks a push iteration reads of one layout (a dense one from `dense_from` on).
 fn push_plan<'a>(
     layout: &'a StreamLayout,
     files: &LayoutFiles,
     frontier: &'a IndexedBitmap,
-    dense: bool,
+    dense_from: Option<u64>,
     options: &StreamOptions,
     gap_bytes: u64,
 ) -> ChunkPlan<'a> {
     let total_edges = *layout.offsets.last().unwrap();
-    if dense {
-        ChunkPlan::whole(total_edges)
+    if let Some(from) = dense_from {
+        ChunkPlan::rest(from, total_edges)
     } else if options.schedule == Schedule::Block {
         ChunkPlan::Block(BlockScheduler::new(&layout.offsets, frontier, (options.block_bytes / files.targets.width).max(1)))
     } else {
@@ -842,11 +893,11 @@ impl<P: VertexProgram> Scatter<'_, P> {
 }
 
 /// How many edges ahead the scatter prefetches accumulator slots.
-const PREFETCH_DISTANCE: usize = 16;
+pub(crate) const PREFETCH_DISTANCE: usize = 16;
 
 /// Hints the CPU to bring the cache line at `ptr` into the cache (no effect elsewhere).
 #[inline(always)]
-fn prefetch<T>(ptr: *const T) {
+pub(crate) fn prefetch<T>(ptr: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint: it never faults and never dereferences in the
     // language's sense, even for an address outside any allocation; SSE is part of the

@@ -29,9 +29,14 @@
 use rayon::prelude::*;
 
 use super::reader::EdgeBuffer;
-use super::IndexedBitmap;
+use super::{prefetch, IndexedBitmap};
 use crate::engine::PULL_DIVISOR;
 use crate::program::{EdgeRef, VertexProgram};
+
+/// How many edges ahead a fold prefetches its sources' messages: the loop is short (a load and
+/// an add), so it runs further ahead than the push's scatter; 48 measured best of 16/48 on
+/// RMAT-22 PageRank (0.28 s and 0.17 s of compute per iteration).
+const PREFETCH_DISTANCE: usize = 48;
 
 /// Targets per parallel task (a multiple of 64: one task owns whole words of the bitmap of
 /// targets that received a message).
@@ -54,6 +59,12 @@ pub struct Sources<M> {
 }
 
 impl<M: Copy + Send + Sync> Sources<M> {
+    /// Asks the CPU for `source`'s message (a hint: any id is safe).
+    #[inline(always)]
+    fn ahead(&self, source: usize) {
+        prefetch(self.sent.as_ptr().wrapping_add(source));
+    }
+
     pub fn new(vertices: usize, identity: M) -> Sources<M> {
         Sources { sent: vec![identity; vertices], senders: vec![0; vertices.div_ceil(64)], all: false }
     }
@@ -181,11 +192,18 @@ impl<P: VertexProgram> Pull<'_, P> {
             let to = self.offsets[t + 1].min(edges.end);
             let fold = Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
             let fold = match self.sources {
-                Some(sources) if sources.all => self.fold::<WIDE>(edges, from, to, fold, |s, _| Some(sources.sent[s])),
-                Some(sources) => self.fold::<WIDE>(edges, from, to, fold, |s, _| {
-                    (sources.senders[s / 64] >> (s % 64) & 1 == 1).then(|| sources.sent[s])
-                }),
-                None => self.fold::<WIDE>(edges, from, to, fold, |s, weight| {
+                Some(sources) if sources.all => {
+                    self.fold::<WIDE>(edges, from, to, fold, |s| sources.ahead(s), |s, _| Some(sources.sent[s]))
+                }
+                Some(sources) => self.fold::<WIDE>(
+                    edges,
+                    from,
+                    to,
+                    fold,
+                    |s| sources.ahead(s),
+                    |s, _| (sources.senders[s / 64] >> (s % 64) & 1 == 1).then(|| sources.sent[s]),
+                ),
+                None => self.fold::<WIDE>(edges, from, to, fold, |_| {}, |s, weight| {
                     if !self.all_active && !self.frontier.get(s) {
                         return None;
                     }
@@ -204,7 +222,8 @@ impl<P: VertexProgram> Pull<'_, P> {
         pulled
     }
 
-    /// Folds the messages of edges `[from, to)` onto `fold`, in order, until satisfied.
+    /// Folds the messages of edges `[from, to)` onto `fold`, in order, until satisfied;
+    /// `ahead` is told the source [`PREFETCH_DISTANCE`] edges ahead, to prefetch its message.
     #[inline(always)]
     fn fold<const WIDE: bool>(
         &self,
@@ -212,17 +231,27 @@ impl<P: VertexProgram> Pull<'_, P> {
         from: u64,
         to: u64,
         mut fold: Fold<P::Msg>,
+        ahead: impl Fn(usize),
         message: impl Fn(usize, f64) -> Option<P::Msg>,
     ) -> Fold<P::Msg> {
         let width = if WIDE { 8 } else { 4 };
         let (a, b) = ((from - edges.first) as usize, (to - edges.first) as usize);
         let n = self.values.len() as u64;
-        for (k, id) in edges.ids[a * width..b * width].chunks_exact(width).enumerate() {
-            let source = if WIDE {
+        let decode = |id: &[u8]| {
+            if WIDE {
                 u64::from_le_bytes(id.try_into().unwrap())
             } else {
                 u32::from_le_bytes(id.try_into().unwrap()) as u64
-            };
+            }
+        };
+        // The piece's ids from `a + PREFETCH_DISTANCE` on (they run past this list into the
+        // next targets' lists, whose messages are wanted next).
+        let mut later = edges.ids.get((a + PREFETCH_DISTANCE) * width..).unwrap_or_default().chunks_exact(width);
+        for (k, id) in edges.ids[a * width..b * width].chunks_exact(width).enumerate() {
+            if let Some(later) = later.next() {
+                ahead(decode(later) as usize);
+            }
+            let source = decode(id);
             fold.edges += 1;
             if source >= n {
                 fold.bad = Some(source);

@@ -68,6 +68,23 @@ impl AlignedBuffer {
         AlignedBuffer { ptr, len: len as usize }
     }
 
+    /// A buffer holding a copy of `bytes` (then zeros up to the alignment), written once:
+    /// unlike `new` followed by a copy, the memory is not zeroed first.
+    pub fn copy_of(bytes: &[u8]) -> AlignedBuffer {
+        let len = (bytes.len().max(1) as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        let layout = Layout::from_size_align(len as usize, DIRECT_ALIGN as usize).expect("buffer layout");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        // SAFETY: the allocation holds `len >= bytes.len()` bytes and does not overlap `bytes`;
+        // after these two writes every one of its `len` bytes is initialised, as Deref needs.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr(), bytes.len());
+            std::ptr::write_bytes(ptr.as_ptr().add(bytes.len()), 0, len as usize - bytes.len());
+        }
+        AlignedBuffer { ptr, len: len as usize }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -80,7 +97,8 @@ impl AlignedBuffer {
 impl std::ops::Deref for AlignedBuffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` initialised (zeroed at allocation) bytes we own.
+        // SAFETY: `ptr` points to `len` initialised bytes we own (zeroed, or copied, at
+        // allocation).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
@@ -95,7 +113,7 @@ impl std::ops::DerefMut for AlignedBuffer {
 impl Drop for AlignedBuffer {
     fn drop(&mut self) {
         let layout = Layout::from_size_align(self.len, DIRECT_ALIGN as usize).expect("buffer layout");
-        // SAFETY: allocated in `new` with exactly this layout and not freed before.
+        // SAFETY: allocated in `new` or `copy_of` with exactly this layout and not freed before.
         unsafe { dealloc(self.ptr.as_ptr(), layout) }
     }
 }
@@ -312,6 +330,35 @@ impl EdgeBuffer {
 
     pub fn edges(&self) -> u64 {
         self.pieces.iter().map(Piece::edges).sum()
+    }
+
+    /// Bytes of edge data held (targets and weights).
+    pub fn used_bytes(&self) -> u64 {
+        (self.targets_used + self.weights_used) as u64
+    }
+
+    /// A copy of the filled part, to keep in memory after this buffer goes back to the pool
+    /// (its reads verified: the copy has nothing left to check).
+    pub fn filled_copy(&self) -> EdgeBuffer {
+        let copy = |from: &AlignedBuffer, used: usize| AlignedBuffer::copy_of(&from[..used]);
+        EdgeBuffer {
+            targets: copy(&self.targets, self.targets_used),
+            weights: self.weights.as_ref().map(|w| copy(w, self.weights_used)),
+            pieces: self.pieces.clone(),
+            targets_used: self.targets_used,
+            weights_used: self.weights_used,
+            unverified: Vec::new(),
+        }
+    }
+
+    /// A buffer holding `[first, end)` of `layout` with `width`-byte targets (unit tests).
+    #[cfg(test)]
+    pub(crate) fn filled_for_test(layout: usize, first: u64, end: u64, width: usize) -> EdgeBuffer {
+        let used = (end - first) as usize * width;
+        let mut b = EdgeBuffer::new(used.max(1), width as u64, false);
+        b.pieces.push(Piece { layout, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 });
+        b.targets_used = used;
+        b
     }
 
     fn reset(&mut self) {

@@ -213,7 +213,12 @@ impl Iterator for ChunkPlan<'_> {
 impl<'a> ChunkPlan<'a> {
     /// The whole edge range `[0, total_edges)` (nothing when the layout has no edges).
     pub fn whole(total_edges: u64) -> ChunkPlan<'a> {
-        ChunkPlan::Whole((total_edges > 0).then_some(Chunk { first_edge: 0, end_edge: total_edges }))
+        Self::rest(0, total_edges)
+    }
+
+    /// Edges `[first, total_edges)` as one chunk (the rest of a layout after its resident prefix).
+    pub fn rest(first: u64, total_edges: u64) -> ChunkPlan<'a> {
+        ChunkPlan::Whole((first < total_edges).then_some(Chunk { first_edge: first, end_edge: total_edges }))
     }
 }
 
