@@ -31,8 +31,9 @@
 //!
 //! I/O overlaps compute: the reader fills buffers ahead of the scatter through a bounded
 //! queue. What the budget leaves after the plan keeps a prefix of the layout dense passes read
-//! in memory ([`resident`]); later dense passes read only the rest. Reads are buffered when an iteration's data fits the page cache estimate and
-//! `O_DIRECT` otherwise (`--io auto`, §4 "Vertex Data Buffering"), or as forced.
+//! in memory ([`resident`]); later dense passes read only the rest. Reads are buffered when an
+//! iteration's data fits the page cache estimate and `O_DIRECT` otherwise (`--io auto`, §4
+//! "Vertex Data Buffering"), or as forced.
 //!
 //! Semantics follow the reference engine exactly (see `engine/inmem.rs`): `global_sum` is
 //! taken before each scatter, messages along in-arcs of a directed store for
@@ -380,8 +381,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let [global_sum, second_global_sum] = global_sums(program, &values, out_offsets);
 
         // 1. Schedule: pull when the frontier is dense enough (see `pull`), else push.
-        let pulling = reverse_index.is_some()
-            && pull::pulls(active_vertices, active_edges.iter().sum(), info.num_arcs);
+        let pulling = reverse_index.is_some() && pull::pulls(active_vertices, active_edges.iter().sum(), info.num_arcs);
         let active_bytes: u64 = files.iter().zip(&active_edges).map(|(f, &e)| e * f.edge_bytes()).sum();
         let dense = pulling
             || match options.schedule {
@@ -412,7 +412,9 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 .iter()
                 .zip(&files)
                 .enumerate()
-                .map(|(i, (layout, f))| (i, push_plan(layout, f, &frontier, dense.then_some(from), &options, gap.bytes)))
+                .map(|(i, (layout, f))| {
+                    (i, push_plan(layout, f, &frontier, dense.then_some(from), &options, gap.bytes))
+                })
                 .collect(),
         };
 
@@ -601,7 +603,15 @@ impl MemoryPlan {
         pull: Option<PullNeeds>,
     ) -> Result<(MemoryPlan, bool)> {
         let plan = |layouts: u64, reserved: u64| {
-            MemoryPlan::new(vertices, layouts, value_bytes, msg_bytes, budget.saturating_sub(reserved), threads, options)
+            MemoryPlan::new(
+                vertices,
+                layouts,
+                value_bytes,
+                msg_bytes,
+                budget.saturating_sub(reserved),
+                threads,
+                options,
+            )
         };
         if let Some(pull) = pull {
             if let Ok(mut with_pull) = plan(layouts + pull.extra_layout as u64, pull.sources) {
@@ -657,7 +667,11 @@ fn push_plan<'a>(
     if let Some(from) = dense_from {
         ChunkPlan::rest(from, total_edges)
     } else if options.schedule == Schedule::Block {
-        ChunkPlan::Block(BlockScheduler::new(&layout.offsets, frontier, (options.block_bytes / files.targets.width).max(1)))
+        ChunkPlan::Block(BlockScheduler::new(
+            &layout.offsets,
+            frontier,
+            (options.block_bytes / files.targets.width).max(1),
+        ))
     } else {
         let rule = GapRule::new(gap_bytes, files.edge_bytes(), files.files());
         ChunkPlan::Selective(SelectiveScheduler::new(&layout.offsets, frontier, rule))

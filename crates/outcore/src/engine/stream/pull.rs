@@ -144,7 +144,11 @@ impl<P: VertexProgram> Pull<'_, P> {
                 _ => None,
             };
             let edges = Edges { first: piece.first_edge, end: piece.end_edge, ids, weights };
-            pulled = pulled.add(if self.wide { self.piece::<true>(&edges, msgs, received) } else { self.piece::<false>(&edges, msgs, received) });
+            pulled = pulled.add(if self.wide {
+                self.piece::<true>(&edges, msgs, received)
+            } else {
+                self.piece::<false>(&edges, msgs, received)
+            });
         }
         pulled
     }
@@ -190,7 +194,8 @@ impl<P: VertexProgram> Pull<'_, P> {
             }
             let from = self.offsets[t].max(edges.first);
             let to = self.offsets[t + 1].min(edges.end);
-            let fold = Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
+            let fold =
+                Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
             let fold = match self.sources {
                 Some(sources) if sources.all => {
                     self.fold::<WIDE>(edges, from, to, fold, |s| sources.ahead(s), |s, _| Some(sources.sent[s]))
@@ -203,14 +208,21 @@ impl<P: VertexProgram> Pull<'_, P> {
                     |s| sources.ahead(s),
                     |s, _| (sources.senders[s / 64] >> (s % 64) & 1 == 1).then(|| sources.sent[s]),
                 ),
-                None => self.fold::<WIDE>(edges, from, to, fold, |_| {}, |s, weight| {
-                    if !self.all_active && !self.frontier.get(s) {
-                        return None;
-                    }
-                    let source_out_degree = self.out_offsets[s + 1] - self.out_offsets[s];
-                    let edge = EdgeRef { source: s as u64, target: t as u64, weight, source_out_degree };
-                    self.program.scatter(&self.values[s], edge)
-                }),
+                None => self.fold::<WIDE>(
+                    edges,
+                    from,
+                    to,
+                    fold,
+                    |_| {},
+                    |s, weight| {
+                        if !self.all_active && !self.frontier.get(s) {
+                            return None;
+                        }
+                        let source_out_degree = self.out_offsets[s + 1] - self.out_offsets[s];
+                        let edge = EdgeRef { source: s as u64, target: t as u64, weight, source_out_degree };
+                        self.program.scatter(&self.values[s], edge)
+                    },
+                ),
             };
             pulled.edges += fold.edges;
             pulled.bad_source = pulled.bad_source.or(fold.bad);
