@@ -113,7 +113,7 @@ fn install_abort_on_panic(rank: usize) {
     std::panic::set_hook(Box::new(move |info| {
         previous(info);
         if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
-            eprintln!("outcore: rank {rank} panicked; aborting the MPI job");
+            stderr_line(&format!("outcore: rank {rank} panicked; aborting the MPI job"));
             SimpleCommunicator::world().abort(70);
         }
     }));
@@ -257,9 +257,16 @@ impl Transport for MpiTransport {
     }
 
     fn abort(&self, error: &Error) {
-        eprintln!("outcore: rank {} of {}: {error}; aborting the MPI job", self.rank, self.ranks);
+        stderr_line(&format!("outcore: rank {} of {}: {error}; aborting the MPI job", self.rank, self.ranks));
         SimpleCommunicator::world().abort(exit_code_of(error));
     }
+}
+
+/// Writes `line` and a newline to stderr in one write. `eprintln!` writes each formatted piece
+/// separately and mpirun forwards each piece as it comes, so Open MPI's abort banner from
+/// another rank could otherwise land in the middle of the line.
+fn stderr_line(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), format!("{line}\n").as_bytes());
 }
 
 impl Drop for MpiTransport {
