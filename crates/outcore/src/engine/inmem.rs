@@ -6,7 +6,8 @@
 //! be checked by reading it.
 //!
 //! **Vertex programs** run in iterations `i = 0, 1, ...`:
-//! 1. `global_sum` = Σ over all vertices of `global_contribution(v, value, out_degree)`;
+//! 1. `global_sum` = Σ over all vertices of `global_contribution(v, value, out_degree)` (0,
+//!    without a pass, for programs that [have none](VertexProgram::has_global_contributions));
 //! 2. scatter: every active vertex `v` calls `scatter` on each of its out-arcs `v → t`
 //!    (`EdgeRef { source: v, target: t, .. }`) and, for [`EdgeDirection::Both`] on a directed
 //!    store, on each in-arc `u → v` reversed (`EdgeRef { source: v, target: u, .. }`, with the
@@ -23,9 +24,11 @@
 //! fit the budget: every vertex that wants messages folds the messages of its active
 //! reverse-neighbours, in ascending source order, until satisfied (blocks of targets in
 //! parallel: each target's fold is its own, so the result does not depend on the threads). The program promises the
-//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. The frontier
-//! is a flag per vertex and an ascending list, and the message buffers live for the whole run
-//! and are reset only where touched, so a sparse iteration costs its frontier, not `n`.
+//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. By the same
+//! promise a sparse push skips the targets a pull would skip (BFS: reached vertices). The
+//! frontier is a bit per vertex (cache-resident for a pull's test of every arc) and an
+//! ascending list, and the message buffers live for the whole run and are reset only where
+//! touched, so a sparse iteration costs its frontier, not `n`.
 //!
 //! The run stops when no vertex is active, after `max_iterations()` iterations, or when
 //! `end_iteration(i, active_next)` returns [`Control::Stop`] (`active_next` is the number of
@@ -120,24 +123,85 @@ impl Adjacency {
     }
 }
 
-/// The active vertices: a flag per vertex (what pull iterations test) and the list of them in
+/// One bit per vertex: `n / 8` bytes, so that a pull's test of each arc's source stays in the
+/// processor's cache while the arcs stream past (a byte per vertex would not, at millions of
+/// vertices).
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+
+    #[inline]
+    fn get(&self, i: VertexId) -> bool {
+        self.0[(i / 64) as usize] >> (i % 64) & 1 != 0
+    }
+
+    fn set(&mut self, i: VertexId) {
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+    }
+
+    fn unset(&mut self, i: VertexId) {
+        self.0[(i / 64) as usize] &= !(1 << (i % 64));
+    }
+}
+
+/// The active vertices: a bit per vertex (what pull iterations test) and the list of them in
 /// ascending order (what push iterations walk), so a sparse frontier costs its size, not `n`.
 struct Frontier {
-    active: Vec<bool>,
+    active: Bits,
     list: Vec<VertexId>,
 }
 
 impl Frontier {
     fn push(&mut self, v: VertexId) {
-        self.active[v as usize] = true;
+        self.active.set(v);
         self.list.push(v);
     }
 
+    /// Unsets the listed bits, or zeroes every word when that is fewer stores.
     fn clear(&mut self) {
-        for &v in &self.list {
-            self.active[v as usize] = false;
+        if self.list.len() > self.active.0.len() {
+            self.active.0.fill(0);
+        } else {
+            for &v in &self.list {
+                self.active.unset(v);
+            }
         }
         self.list.clear();
+    }
+}
+
+/// What each active source sends in a pull of uniform messages
+/// ([`VertexProgram::sends_uniform_messages`]): `msg[s]` is valid where `sends` has `s` — the
+/// active sources whose `scatter` gave a message. Allocated at the first pull and refilled for
+/// the active sources only, so a pull costs `n / 64` words plus its frontier here.
+struct Sent<M> {
+    msg: Vec<M>,
+    sends: Bits,
+}
+
+impl<M: Copy + Send> Sent<M> {
+    fn fill<P: VertexProgram<Msg = M>>(&mut self, program: &P, adj: &Adjacency, values: &[P::Value], active: &Bits) {
+        const WORDS: usize = PULL_BLOCK / 64;
+        let blocks = self.msg.par_chunks_mut(PULL_BLOCK).zip(self.sends.0.par_chunks_mut(WORDS));
+        blocks.enumerate().for_each(|(b, (msgs, sends))| {
+            for (w, sends) in sends.iter_mut().enumerate() {
+                let (mut word, mut sent) = (active.0[b * WORDS + w], 0);
+                while word != 0 {
+                    let bit = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    let s = (b * PULL_BLOCK + w * 64 + bit) as u64;
+                    let edge = EdgeRef { source: s, target: s, weight: 1.0, source_out_degree: adj.out.degree(s) };
+                    if let Some(msg) = program.scatter(&values[s as usize], edge) {
+                        msgs[w * 64 + bit] = msg;
+                        sent |= 1 << bit;
+                    }
+                }
+                *sends = sent;
+            }
+        });
     }
 }
 
@@ -195,7 +259,10 @@ fn deliver<P: VertexProgram, const TRACK: bool>(
 }
 
 /// Push: every active vertex scatters along `lists`; returns the arcs scanned. `TRACK`: see
-/// [`deliver`].
+/// [`deliver`]; a tracking push of a program that [supports pull](VertexProgram::supports_pull)
+/// also skips the targets that do not [want messages](VertexProgram::pull_wants) — by the
+/// program's promise they would neither change nor become active (BFS: reached vertices), so
+/// only the targets that matter are listed, flagged and applied.
 fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
@@ -206,6 +273,7 @@ fn push<P: VertexProgram, const TRACK: bool>(
 ) -> u64 {
     let Inbox { acc, received, touched } = inbox;
     let (acc, received) = (acc.as_mut_slice(), received.as_mut_slice());
+    let skip_settled = TRACK && program.supports_pull();
     let mut edges = 0;
     for &v in frontier {
         let value = &values[v as usize];
@@ -213,6 +281,9 @@ fn push<P: VertexProgram, const TRACK: bool>(
         for csr in lists.into_iter().flatten() {
             edges += csr.degree(v);
             for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
+                if skip_settled && !program.pull_wants(&values[target as usize]) {
+                    continue;
+                }
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
                     deliver::<P, TRACK>(program, acc, received, touched, target, msg);
                 }
@@ -227,7 +298,9 @@ const PULL_BLOCK: usize = 4096;
 
 /// Pull: every vertex that wants messages scans its `reverse` arcs for active sources, folding
 /// in ascending source order until satisfied (see [`VertexProgram::supports_pull`]); returns
-/// the arcs scanned. Blocks of targets run in parallel — each target's fold is its own, in the
+/// the arcs scanned. With uniform messages, `sent` holds each active source's message, filled
+/// for this iteration ([`Sent::fill`]), and an arc costs a bit test and, at active sources, one
+/// load. Blocks of targets run in parallel — each target's fold is its own, in the
 /// same order whatever the threads — and their `touched` lists are joined in block order, so
 /// `touched` comes out sorted.
 fn pull<P: VertexProgram>(
@@ -235,26 +308,10 @@ fn pull<P: VertexProgram>(
     adj: &Adjacency,
     reverse: &InMemoryCsr,
     values: &[P::Value],
-    active: &[bool],
+    active: &Bits,
+    sent: Option<&Sent<P::Msg>>,
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
-    // Uniform messages: each active source's message once, then one load per arc.
-    let sent: Vec<Option<P::Msg>> = if program.sends_uniform_messages() {
-        (0..values.len())
-            .into_par_iter()
-            .map(|s| {
-                let edge = EdgeRef {
-                    source: s as u64,
-                    target: s as u64,
-                    weight: 1.0,
-                    source_out_degree: adj.out.degree(s as u64),
-                };
-                active[s].then(|| program.scatter(&values[s], edge)).flatten()
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
     let blocks: Vec<(u64, Vec<VertexId>)> = inbox
         .acc
         .par_chunks_mut(PULL_BLOCK)
@@ -269,10 +326,9 @@ fn pull<P: VertexProgram>(
                 if !program.pull_wants(&values[t as usize]) {
                     continue;
                 }
-                let (folded, scanned) = if sent.is_empty() {
-                    fold_active_sources(program, adj, reverse, values, active, t)
-                } else {
-                    fold_sent(program, reverse, &sent, t)
+                let (folded, scanned) = match sent {
+                    Some(sent) => fold_sent(program, reverse, sent, t),
+                    None => fold_active_sources(program, adj, reverse, values, active, t),
                 };
                 edges += scanned;
                 if let Some(msg) = folded {
@@ -302,14 +358,14 @@ fn fold_active_sources<P: VertexProgram>(
     adj: &Adjacency,
     reverse: &InMemoryCsr,
     values: &[P::Value],
-    active: &[bool],
+    active: &Bits,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
     let mut folded = None;
     let mut scanned = 0;
     for (&source, &weight) in reverse.neighbors(t).iter().zip(adj.weights(reverse, t)) {
         scanned += 1;
-        if !active[source as usize] {
+        if !active.get(source) {
             continue;
         }
         let source_out_degree = adj.out.degree(source);
@@ -325,19 +381,19 @@ fn fold_active_sources<P: VertexProgram>(
     (folded, scanned)
 }
 
-/// [`fold_active_sources`] for uniform messages: `sent[s]` is what active source `s` sends.
+/// [`fold_active_sources`] for uniform messages: `sent` holds what each active source sends.
 #[inline]
 fn fold_sent<P: VertexProgram>(
     program: &P,
     reverse: &InMemoryCsr,
-    sent: &[Option<P::Msg>],
+    sent: &Sent<P::Msg>,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
     let mut folded = None;
     let sources = reverse.neighbors(t);
     for (i, &source) in sources.iter().enumerate() {
-        if let Some(msg) = sent[source as usize] {
-            let fold = program.combine(folded.unwrap_or(program.identity()), msg);
+        if sent.sends.get(source) {
+            let fold = program.combine(folded.unwrap_or(program.identity()), sent.msg[source as usize]);
             folded = Some(fold);
             if program.pull_satisfied(&fold) {
                 return (folded, i as u64 + 1);
@@ -377,8 +433,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let direction = program.direction();
     let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2 + 16) as u64;
     let store = runner.store();
-    // A pull of uniform messages keeps one message per vertex more (`pull`'s `sent`).
-    let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<Option<P::Msg>>() as u64 } else { 0 };
+    // A pull of uniform messages keeps one message and one bit per vertex more ([`Sent`]).
+    let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<P::Msg>() as u64 + 1 } else { 0 };
     let can_pull = program.supports_pull()
         && direction != EdgeDirection::Both
         && needed_bytes(store, true, per_vertex + sent_bytes, 0) <= runner.memory().bytes();
@@ -396,9 +452,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let n = info.num_vertices as usize;
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
-    let mut frontier = Frontier { active: vec![false; n], list: Vec::new() };
+    let mut frontier = Frontier { active: Bits::new(n), list: Vec::new() };
     (0..n as u64).filter(|&v| program.initially_active(v, &info)).for_each(|v| frontier.push(v));
     let mut inbox = Inbox { acc: vec![program.identity(); n], received: vec![false; n], touched: Vec::new() };
+    let mut sent: Option<Sent<P::Msg>> = None;
     let bar = runner.progress().start(
         "iterations (inmem)",
         program.max_iterations().map(|m| m as u64),
@@ -412,16 +469,27 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             break;
         }
         let started = Instant::now();
-        let [global_sum, second_global_sum] = (0..n)
-            .map(|v| global_contributions(program, v as u64, &values[v], adj.out.degree(v as u64)))
-            .fold([0.0; 2], add_global_sums);
+        let [global_sum, second_global_sum] = if program.has_global_contributions() {
+            (0..n)
+                .map(|v| global_contributions(program, v as u64, &values[v], adj.out.degree(v as u64)))
+                .fold([0.0; 2], add_global_sums)
+        } else {
+            [0.0; 2]
+        };
 
         let frontier_arcs: u64 =
-            frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
+            frontier.list.par_iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
         let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
         let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
         let edges_processed = match (delivery, dense) {
-            (Some(Delivery::Pull), _) => pull(program, &adj, reverse, &values, &frontier.active, &mut inbox),
+            (Some(Delivery::Pull), _) => {
+                if program.sends_uniform_messages() {
+                    let sent =
+                        sent.get_or_insert_with(|| Sent { msg: vec![program.identity(); n], sends: Bits::new(n) });
+                    sent.fill(program, &adj, &values, &frontier.active);
+                }
+                pull(program, &adj, reverse, &values, &frontier.active, sent.as_ref(), &mut inbox)
+            }
             (_, true) => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
             (_, false) => {
                 let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
