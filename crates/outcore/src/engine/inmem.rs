@@ -224,19 +224,11 @@ impl<M: Copy> Inbox<M> {
             self.touched.sort_unstable();
         }
     }
-
-    fn reset(&mut self, identity: M) {
-        for &t in &self.touched {
-            self.acc[t as usize] = identity;
-            self.received[t as usize] = false;
-        }
-        self.touched.clear();
-    }
 }
 
 /// Folds `msg` into `target`'s slot. `TRACK`: lists a first-time target in `touched` (sparse
 /// iterations); otherwise only flags it, with no branch per arc, and apply sweeps the flags
-/// ([`apply_sweeping`]) — what dense iterations, where most targets receive something, do
+/// ([`apply`]) — what dense iterations, where most targets receive something, do
 /// faster. The buffers come as slices held in locals, so the hot loop keeps their addresses and
 /// lengths in registers (through `&mut Inbox` every store to a flag could have changed them).
 #[inline(always)]
@@ -323,6 +315,7 @@ fn pull<P: VertexProgram>(
             let mut touched = Vec::new();
             for (i, (slot, flag)) in acc.iter_mut().zip(received.iter_mut()).enumerate() {
                 let t = first + i as u64;
+                prefetch_list(reverse, t + PREFETCH_AHEAD);
                 if !program.pull_wants(&values[t as usize]) {
                     continue;
                 }
@@ -348,6 +341,23 @@ fn pull<P: VertexProgram>(
         inbox.touched.extend(touched);
     }
     edges
+}
+
+/// How many targets ahead of the one it folds a pull asks for the start of a reverse list.
+const PREFETCH_AHEAD: u64 = 16;
+
+/// Asks the processor to start loading the first arcs of `v`'s list in `csr` (when `v` is a
+/// vertex): a pull visits the lists in ascending order, but each from its own cache line, at
+/// irregular strides no hardware prefetcher follows, so without the hint each target waits
+/// for memory. A hint only: results never depend on it.
+#[inline(always)]
+fn prefetch_list(csr: &InMemoryCsr, v: VertexId) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(first) = csr.offsets.get(v as usize).and_then(|&o| csr.targets.get(o as usize)) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((first as *const u64).cast()) };
+    }
 }
 
 /// The messages of `t`'s active reverse-neighbours folded in ascending source order, stopping
@@ -403,27 +413,69 @@ fn fold_sent<P: VertexProgram>(
     (folded, sources.len() as u64)
 }
 
-/// Apply after a dense push: one sweep in vertex order over the flags, taking each message
-/// out of its slot (leaving the identity) as it goes, so no separate reset pass follows.
-fn apply_sweeping<P: VertexProgram>(
+/// Vertices per task of a parallel apply (a multiple of 64: one task owns whole frontier words).
+const APPLY_BLOCK: usize = 4096;
+
+/// Apply, over blocks of vertices in parallel (each vertex's `apply` is its own, so the result
+/// does not depend on the threads): to every vertex when `applies_to_all()`, else to the
+/// targets of `inbox.touched` when `listed` (a sparse iteration: its cost is theirs), else to
+/// the flagged ones (a dense push flags without listing). Each message is taken out of its
+/// slot, leaving the identity, so no reset pass follows; the vertices `apply` activates form
+/// the (cleared) `frontier`, in ascending order. Returns how many vertices were applied.
+fn apply<P: VertexProgram>(
     program: &P,
     ctx: &IterationContext,
     values: &mut [P::Value],
     inbox: &mut Inbox<P::Msg>,
+    listed: bool,
     frontier: &mut Frontier,
-) {
+) -> u64 {
     let (identity, all) = (program.identity(), program.applies_to_all());
-    for (v, (value, (slot, flag))) in
-        values.iter_mut().zip(inbox.acc.iter_mut().zip(inbox.received.iter_mut())).enumerate()
-    {
-        if all || *flag {
-            *flag = false;
-            let msg = std::mem::replace(slot, identity);
-            if program.apply(v as u64, value, msg, ctx) {
-                frontier.push(v as u64);
+    let touched = &inbox.touched;
+    let block_of = |b: usize| touched.partition_point(|&t| (t as usize) < b * APPLY_BLOCK);
+    let blocks = values
+        .par_chunks_mut(APPLY_BLOCK)
+        .zip(inbox.acc.par_chunks_mut(APPLY_BLOCK))
+        .zip(inbox.received.par_chunks_mut(APPLY_BLOCK))
+        .zip(frontier.active.0.par_chunks_mut(APPLY_BLOCK / 64));
+    let activated: Vec<(u64, Vec<VertexId>)> = blocks
+        .enumerate()
+        .map(|(b, (((values, acc), received), words))| {
+            let (first, len) = (b * APPLY_BLOCK, values.len());
+            let (mut applied, mut next) = (0, Vec::new());
+            let mut apply_one = |i: usize| {
+                applied += 1;
+                let v = (first + i) as u64;
+                if program.apply(v, &mut values[i], std::mem::replace(&mut acc[i], identity), ctx) {
+                    words[i / 64] |= 1 << (i % 64);
+                    next.push(v);
+                }
+            };
+            if all {
+                (0..len).for_each(&mut apply_one);
+                received.fill(false);
+            } else if listed {
+                for &t in &touched[block_of(b)..block_of(b + 1)] {
+                    received[t as usize - first] = false;
+                    apply_one(t as usize - first);
+                }
+            } else {
+                for i in 0..len {
+                    if std::mem::take(&mut received[i]) {
+                        apply_one(i);
+                    }
+                }
             }
-        }
+            (applied, next)
+        })
+        .collect();
+    inbox.touched.clear();
+    let mut applied = 0;
+    for (count, next) in activated {
+        applied += count;
+        frontier.list.extend(next);
     }
+    applied
 }
 
 /// Runs a vertex program to completion; values in dense-id order. Programs that
@@ -502,31 +554,17 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
         let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
         frontier.clear();
-        if !listed {
-            apply_sweeping(program, &ctx, &mut values, &mut inbox, &mut frontier);
-        } else if program.applies_to_all() {
-            for v in 0..n {
-                if program.apply(v as u64, &mut values[v], inbox.acc[v], &ctx) {
-                    frontier.push(v as u64);
-                }
-            }
-            inbox.reset(program.identity());
-        } else {
-            for &t in &inbox.touched {
-                if program.apply(t, &mut values[t as usize], inbox.acc[t as usize], &ctx) {
-                    frontier.push(t);
-                }
-            }
-            inbox.reset(program.identity());
-        }
-        runner.record_iteration(IterationStats {
+        let applied = apply(program, &ctx, &mut values, &mut inbox, listed, &mut frontier);
+        let mut stats = IterationStats {
             iteration,
             active_vertices,
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
             delivery,
             ..IterationStats::default()
-        });
+        };
+        stats.extra.insert("applied".into(), applied.into());
+        runner.record_iteration(stats);
         bar.inc(1);
         let active_next = frontier.list.len() as u64;
         iteration += 1;
@@ -846,6 +884,33 @@ mod tests {
             assert_eq!(stats[..3], [Some(Delivery::Pull); 3], "directed {directed}");
             assert!(stats[3..].iter().all(|&d| d == Some(Delivery::Push)), "directed {directed}: {stats:?}");
         }
+    }
+
+    fn applied(r: &Runner) -> Vec<u64> {
+        r.finish("bfs").per_iteration.iter().map(|i| i.extra["applied"].as_u64().unwrap()).collect()
+    }
+
+    #[test]
+    fn sparse_push_skips_reached_targets() {
+        // a path with arcs both ways, 0 ⇄ 1 ⇄ … ⇄ 199: every frontier is one vertex with two
+        // arcs (far below the pull threshold), one of them back to a reached vertex
+        let edges: Vec<(usize, usize)> = (0..199).flat_map(|i| [(i, i + 1), (i + 1, i)]).collect();
+        let (pushed, optimised) = with_graph(200, &edges, true, |r| {
+            let pushed = (r.run_vertex_program(&PushOnly(bfs(0, false))).unwrap(), applied(r));
+            let first = applied(r).len();
+            let optimised = r.run_vertex_program(&bfs(0, false)).unwrap();
+            assert!(deliveries(r)[first..].iter().all(|&d| d == Some(Delivery::Push)));
+            (pushed, (optimised, applied(r)[first..].to_vec()))
+        });
+        assert_eq!(pushed.0, optimised.0);
+        assert_eq!(optimised.0[199], 199);
+        // the push-only form applies the reached predecessor too; BFS skips it (and the last
+        // vertex, 199, has only its predecessor to send to)
+        assert_eq!(pushed.1[..3], [1, 2, 2]);
+        assert_eq!(pushed.1.len(), 200);
+        let mut expected = vec![1; 199];
+        expected.push(0);
+        assert_eq!(optimised.1, expected);
     }
 
     #[test]
