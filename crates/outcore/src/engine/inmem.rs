@@ -254,7 +254,8 @@ fn deliver<P: VertexProgram, const TRACK: bool>(
 /// [`deliver`]; a tracking push of a program that [supports pull](VertexProgram::supports_pull)
 /// also skips the targets that do not [want messages](VertexProgram::pull_wants) — by the
 /// program's promise they would neither change nor become active (BFS: reached vertices), so
-/// only the targets that matter are listed, flagged and applied.
+/// only the targets that matter are listed, flagged and applied. A tracking push asks ahead for
+/// the lists of the frontier and the values of the targets ([`prefetch`]).
 fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
@@ -266,15 +267,25 @@ fn push<P: VertexProgram, const TRACK: bool>(
     let Inbox { acc, received, touched } = inbox;
     let (acc, received) = (acc.as_mut_slice(), received.as_mut_slice());
     let skip_settled = TRACK && program.supports_pull();
+    let ahead = PREFETCH_AHEAD as usize;
     let mut edges = 0;
-    for &v in frontier {
+    for (k, &v) in frontier.iter().enumerate() {
         let value = &values[v as usize];
         let source_out_degree = adj.out.degree(v);
         for csr in lists.into_iter().flatten() {
+            if let (true, Some(&next)) = (TRACK, frontier.get(k + ahead)) {
+                prefetch_list(csr, next);
+            }
             edges += csr.degree(v);
-            for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
-                if skip_settled && !program.pull_wants(&values[target as usize]) {
-                    continue;
+            let targets = csr.neighbors(v);
+            for (j, (&target, &weight)) in targets.iter().zip(adj.weights(csr, v)).enumerate() {
+                if skip_settled {
+                    if let Some(&next) = targets.get(j + ahead) {
+                        prefetch(&values[next as usize]);
+                    }
+                    if !program.pull_wants(&values[target as usize]) {
+                        continue;
+                    }
                 }
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
                     deliver::<P, TRACK>(program, acc, received, touched, target, msg);
@@ -343,20 +354,28 @@ fn pull<P: VertexProgram>(
     edges
 }
 
-/// How many targets ahead of the one it folds a pull asks for the start of a reverse list.
+/// How far ahead (targets of a pull, frontier vertices or arcs of a sparse push) the engine asks
+/// for the memory it will need.
 const PREFETCH_AHEAD: u64 = 16;
 
-/// Asks the processor to start loading the first arcs of `v`'s list in `csr` (when `v` is a
-/// vertex): a pull visits the lists in ascending order, but each from its own cache line, at
-/// irregular strides no hardware prefetcher follows, so without the hint each target waits
-/// for memory. A hint only: results never depend on it.
+/// Asks the processor to start loading the cache line of `x`: a hint only, results never depend
+/// on it. Pulls and sparse pushes read lists and values at irregular addresses no hardware
+/// prefetcher follows, so without the hint each waits for memory in turn.
 #[inline(always)]
-fn prefetch_list(csr: &InMemoryCsr, v: VertexId) {
+fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(first) = csr.offsets.get(v as usize).and_then(|&o| csr.targets.get(o as usize)) {
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((first as *const u64).cast()) };
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast()) };
+    }
+}
+
+/// [`prefetch`] of the first arcs of `v`'s list in `csr`, when `v` is a vertex with arcs.
+#[inline(always)]
+fn prefetch_list(csr: &InMemoryCsr, v: VertexId) {
+    if let Some(first) = csr.offsets.get(v as usize).and_then(|&o| csr.targets.get(o as usize)) {
+        prefetch(first);
     }
 }
 
