@@ -160,6 +160,15 @@ pub trait VertexProgram: Sync + Send {
         0.0
     }
 
+    /// Whether [`global_contribution`](Self::global_contribution) or
+    /// [`second_global_contribution`](Self::second_global_contribution) can be nonzero
+    /// (default true). Programs that define neither say false, and engines may then skip the
+    /// sums — a pass over every vertex each iteration, which a sparse iteration (BFS) cannot
+    /// afford — and hand them 0.
+    fn has_global_contributions(&self) -> bool {
+        true
+    }
+
     fn max_iterations(&self) -> Option<usize> {
         None
     }

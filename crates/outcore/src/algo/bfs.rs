@@ -69,6 +69,9 @@ impl VertexProgram for Bfs {
     fn identity(&self) -> u64 {
         UNREACHABLE
     }
+    fn has_global_contributions(&self) -> bool {
+        false
+    }
     /// Level-synchronous: every message of one iteration carries the same depth, so one
     /// parent in the frontier settles an unreached vertex, and reached vertices never change.
     fn supports_pull(&self) -> bool {

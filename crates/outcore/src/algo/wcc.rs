@@ -112,6 +112,9 @@ impl VertexProgram for Wcc<'_> {
     fn identity(&self) -> VertexId {
         VertexId::MAX
     }
+    fn has_global_contributions(&self) -> bool {
+        false
+    }
     fn apply(&self, _: VertexId, label: &mut VertexId, candidate: VertexId, _: &IterationContext) -> bool {
         let improved = candidate < *label;
         if improved {

@@ -6,7 +6,8 @@
 //! be checked by reading it.
 //!
 //! **Vertex programs** run in iterations `i = 0, 1, ...`:
-//! 1. `global_sum` = Σ over all vertices of `global_contribution(v, value, out_degree)`;
+//! 1. `global_sum` = Σ over all vertices of `global_contribution(v, value, out_degree)` (0,
+//!    without a pass, for programs that [have none](VertexProgram::has_global_contributions));
 //! 2. scatter: every active vertex `v` calls `scatter` on each of its out-arcs `v → t`
 //!    (`EdgeRef { source: v, target: t, .. }`) and, for [`EdgeDirection::Both`] on a directed
 //!    store, on each in-arc `u → v` reversed (`EdgeRef { source: v, target: u, .. }`, with the
@@ -23,9 +24,11 @@
 //! fit the budget: every vertex that wants messages folds the messages of its active
 //! reverse-neighbours, in ascending source order, until satisfied (blocks of targets in
 //! parallel: each target's fold is its own, so the result does not depend on the threads). The program promises the
-//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. The frontier
-//! is a flag per vertex and an ascending list, and the message buffers live for the whole run
-//! and are reset only where touched, so a sparse iteration costs its frontier, not `n`.
+//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. By the same
+//! promise a sparse push skips the targets a pull would skip (BFS: reached vertices). The
+//! frontier is a bit per vertex (cache-resident for a pull's test of every arc) and an
+//! ascending list, and the message buffers live for the whole run and are reset only where
+//! touched, so a sparse iteration costs its frontier, not `n`.
 //!
 //! The run stops when no vertex is active, after `max_iterations()` iterations, or when
 //! `end_iteration(i, active_next)` returns [`Control::Stop`] (`active_next` is the number of
@@ -120,24 +123,85 @@ impl Adjacency {
     }
 }
 
-/// The active vertices: a flag per vertex (what pull iterations test) and the list of them in
+/// One bit per vertex: `n / 8` bytes, so that a pull's test of each arc's source stays in the
+/// processor's cache while the arcs stream past (a byte per vertex would not, at millions of
+/// vertices).
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+
+    #[inline]
+    fn get(&self, i: VertexId) -> bool {
+        self.0[(i / 64) as usize] >> (i % 64) & 1 != 0
+    }
+
+    fn set(&mut self, i: VertexId) {
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+    }
+
+    fn unset(&mut self, i: VertexId) {
+        self.0[(i / 64) as usize] &= !(1 << (i % 64));
+    }
+}
+
+/// The active vertices: a bit per vertex (what pull iterations test) and the list of them in
 /// ascending order (what push iterations walk), so a sparse frontier costs its size, not `n`.
 struct Frontier {
-    active: Vec<bool>,
+    active: Bits,
     list: Vec<VertexId>,
 }
 
 impl Frontier {
     fn push(&mut self, v: VertexId) {
-        self.active[v as usize] = true;
+        self.active.set(v);
         self.list.push(v);
     }
 
+    /// Unsets the listed bits, or zeroes every word when that is fewer stores.
     fn clear(&mut self) {
-        for &v in &self.list {
-            self.active[v as usize] = false;
+        if self.list.len() > self.active.0.len() {
+            self.active.0.fill(0);
+        } else {
+            for &v in &self.list {
+                self.active.unset(v);
+            }
         }
         self.list.clear();
+    }
+}
+
+/// What each active source sends in a pull of uniform messages
+/// ([`VertexProgram::sends_uniform_messages`]): `msg[s]` is valid where `sends` has `s` — the
+/// active sources whose `scatter` gave a message. Allocated at the first pull and refilled for
+/// the active sources only, so a pull costs `n / 64` words plus its frontier here.
+struct Sent<M> {
+    msg: Vec<M>,
+    sends: Bits,
+}
+
+impl<M: Copy + Send> Sent<M> {
+    fn fill<P: VertexProgram<Msg = M>>(&mut self, program: &P, adj: &Adjacency, values: &[P::Value], active: &Bits) {
+        const WORDS: usize = PULL_BLOCK / 64;
+        let blocks = self.msg.par_chunks_mut(PULL_BLOCK).zip(self.sends.0.par_chunks_mut(WORDS));
+        blocks.enumerate().for_each(|(b, (msgs, sends))| {
+            for (w, sends) in sends.iter_mut().enumerate() {
+                let (mut word, mut sent) = (active.0[b * WORDS + w], 0);
+                while word != 0 {
+                    let bit = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    let s = (b * PULL_BLOCK + w * 64 + bit) as u64;
+                    let edge = EdgeRef { source: s, target: s, weight: 1.0, source_out_degree: adj.out.degree(s) };
+                    if let Some(msg) = program.scatter(&values[s as usize], edge) {
+                        msgs[w * 64 + bit] = msg;
+                        sent |= 1 << bit;
+                    }
+                }
+                *sends = sent;
+            }
+        });
     }
 }
 
@@ -160,19 +224,11 @@ impl<M: Copy> Inbox<M> {
             self.touched.sort_unstable();
         }
     }
-
-    fn reset(&mut self, identity: M) {
-        for &t in &self.touched {
-            self.acc[t as usize] = identity;
-            self.received[t as usize] = false;
-        }
-        self.touched.clear();
-    }
 }
 
 /// Folds `msg` into `target`'s slot. `TRACK`: lists a first-time target in `touched` (sparse
 /// iterations); otherwise only flags it, with no branch per arc, and apply sweeps the flags
-/// ([`apply_sweeping`]) — what dense iterations, where most targets receive something, do
+/// ([`apply`]) — what dense iterations, where most targets receive something, do
 /// faster. The buffers come as slices held in locals, so the hot loop keeps their addresses and
 /// lengths in registers (through `&mut Inbox` every store to a flag could have changed them).
 #[inline(always)]
@@ -195,7 +251,11 @@ fn deliver<P: VertexProgram, const TRACK: bool>(
 }
 
 /// Push: every active vertex scatters along `lists`; returns the arcs scanned. `TRACK`: see
-/// [`deliver`].
+/// [`deliver`]; a tracking push of a program that [supports pull](VertexProgram::supports_pull)
+/// also skips the targets that do not [want messages](VertexProgram::pull_wants) — by the
+/// program's promise they would neither change nor become active (BFS: reached vertices), so
+/// only the targets that matter are listed, flagged and applied. A tracking push asks ahead for
+/// the lists of the frontier and the values of the targets ([`prefetch`]).
 fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
@@ -206,13 +266,27 @@ fn push<P: VertexProgram, const TRACK: bool>(
 ) -> u64 {
     let Inbox { acc, received, touched } = inbox;
     let (acc, received) = (acc.as_mut_slice(), received.as_mut_slice());
+    let skip_settled = TRACK && program.supports_pull();
+    let ahead = PREFETCH_AHEAD as usize;
     let mut edges = 0;
-    for &v in frontier {
+    for (k, &v) in frontier.iter().enumerate() {
         let value = &values[v as usize];
         let source_out_degree = adj.out.degree(v);
         for csr in lists.into_iter().flatten() {
+            if let (true, Some(&next)) = (TRACK, frontier.get(k + ahead)) {
+                prefetch_list(csr, next);
+            }
             edges += csr.degree(v);
-            for (&target, &weight) in csr.neighbors(v).iter().zip(adj.weights(csr, v)) {
+            let targets = csr.neighbors(v);
+            for (j, (&target, &weight)) in targets.iter().zip(adj.weights(csr, v)).enumerate() {
+                if skip_settled {
+                    if let Some(&next) = targets.get(j + ahead) {
+                        prefetch(&values[next as usize]);
+                    }
+                    if !program.pull_wants(&values[target as usize]) {
+                        continue;
+                    }
+                }
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
                     deliver::<P, TRACK>(program, acc, received, touched, target, msg);
                 }
@@ -227,7 +301,9 @@ const PULL_BLOCK: usize = 4096;
 
 /// Pull: every vertex that wants messages scans its `reverse` arcs for active sources, folding
 /// in ascending source order until satisfied (see [`VertexProgram::supports_pull`]); returns
-/// the arcs scanned. Blocks of targets run in parallel — each target's fold is its own, in the
+/// the arcs scanned. With uniform messages, `sent` holds each active source's message, filled
+/// for this iteration ([`Sent::fill`]), and an arc costs a bit test and, at active sources, one
+/// load. Blocks of targets run in parallel — each target's fold is its own, in the
 /// same order whatever the threads — and their `touched` lists are joined in block order, so
 /// `touched` comes out sorted.
 fn pull<P: VertexProgram>(
@@ -235,26 +311,10 @@ fn pull<P: VertexProgram>(
     adj: &Adjacency,
     reverse: &InMemoryCsr,
     values: &[P::Value],
-    active: &[bool],
+    active: &Bits,
+    sent: Option<&Sent<P::Msg>>,
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
-    // Uniform messages: each active source's message once, then one load per arc.
-    let sent: Vec<Option<P::Msg>> = if program.sends_uniform_messages() {
-        (0..values.len())
-            .into_par_iter()
-            .map(|s| {
-                let edge = EdgeRef {
-                    source: s as u64,
-                    target: s as u64,
-                    weight: 1.0,
-                    source_out_degree: adj.out.degree(s as u64),
-                };
-                active[s].then(|| program.scatter(&values[s], edge)).flatten()
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
     let blocks: Vec<(u64, Vec<VertexId>)> = inbox
         .acc
         .par_chunks_mut(PULL_BLOCK)
@@ -266,13 +326,13 @@ fn pull<P: VertexProgram>(
             let mut touched = Vec::new();
             for (i, (slot, flag)) in acc.iter_mut().zip(received.iter_mut()).enumerate() {
                 let t = first + i as u64;
+                prefetch_list(reverse, t + PREFETCH_AHEAD);
                 if !program.pull_wants(&values[t as usize]) {
                     continue;
                 }
-                let (folded, scanned) = if sent.is_empty() {
-                    fold_active_sources(program, adj, reverse, values, active, t)
-                } else {
-                    fold_sent(program, reverse, &sent, t)
+                let (folded, scanned) = match sent {
+                    Some(sent) => fold_sent(program, reverse, sent, t),
+                    None => fold_active_sources(program, adj, reverse, values, active, t),
                 };
                 edges += scanned;
                 if let Some(msg) = folded {
@@ -294,6 +354,31 @@ fn pull<P: VertexProgram>(
     edges
 }
 
+/// How far ahead (targets of a pull, frontier vertices or arcs of a sparse push) the engine asks
+/// for the memory it will need.
+const PREFETCH_AHEAD: u64 = 16;
+
+/// Asks the processor to start loading the cache line of `x`: a hint only, results never depend
+/// on it. Pulls and sparse pushes read lists and values at irregular addresses no hardware
+/// prefetcher follows, so without the hint each waits for memory in turn.
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast()) };
+    }
+}
+
+/// [`prefetch`] of the first arcs of `v`'s list in `csr`, when `v` is a vertex with arcs.
+#[inline(always)]
+fn prefetch_list(csr: &InMemoryCsr, v: VertexId) {
+    if let Some(first) = csr.offsets.get(v as usize).and_then(|&o| csr.targets.get(o as usize)) {
+        prefetch(first);
+    }
+}
+
 /// The messages of `t`'s active reverse-neighbours folded in ascending source order, stopping
 /// once the program is satisfied; and the arcs scanned.
 #[inline]
@@ -302,14 +387,14 @@ fn fold_active_sources<P: VertexProgram>(
     adj: &Adjacency,
     reverse: &InMemoryCsr,
     values: &[P::Value],
-    active: &[bool],
+    active: &Bits,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
     let mut folded = None;
     let mut scanned = 0;
     for (&source, &weight) in reverse.neighbors(t).iter().zip(adj.weights(reverse, t)) {
         scanned += 1;
-        if !active[source as usize] {
+        if !active.get(source) {
             continue;
         }
         let source_out_degree = adj.out.degree(source);
@@ -325,19 +410,19 @@ fn fold_active_sources<P: VertexProgram>(
     (folded, scanned)
 }
 
-/// [`fold_active_sources`] for uniform messages: `sent[s]` is what active source `s` sends.
+/// [`fold_active_sources`] for uniform messages: `sent` holds what each active source sends.
 #[inline]
 fn fold_sent<P: VertexProgram>(
     program: &P,
     reverse: &InMemoryCsr,
-    sent: &[Option<P::Msg>],
+    sent: &Sent<P::Msg>,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
     let mut folded = None;
     let sources = reverse.neighbors(t);
     for (i, &source) in sources.iter().enumerate() {
-        if let Some(msg) = sent[source as usize] {
-            let fold = program.combine(folded.unwrap_or(program.identity()), msg);
+        if sent.sends.get(source) {
+            let fold = program.combine(folded.unwrap_or(program.identity()), sent.msg[source as usize]);
             folded = Some(fold);
             if program.pull_satisfied(&fold) {
                 return (folded, i as u64 + 1);
@@ -347,27 +432,69 @@ fn fold_sent<P: VertexProgram>(
     (folded, sources.len() as u64)
 }
 
-/// Apply after a dense push: one sweep in vertex order over the flags, taking each message
-/// out of its slot (leaving the identity) as it goes, so no separate reset pass follows.
-fn apply_sweeping<P: VertexProgram>(
+/// Vertices per task of a parallel apply (a multiple of 64: one task owns whole frontier words).
+const APPLY_BLOCK: usize = 4096;
+
+/// Apply, over blocks of vertices in parallel (each vertex's `apply` is its own, so the result
+/// does not depend on the threads): to every vertex when `applies_to_all()`, else to the
+/// targets of `inbox.touched` when `listed` (a sparse iteration: its cost is theirs), else to
+/// the flagged ones (a dense push flags without listing). Each message is taken out of its
+/// slot, leaving the identity, so no reset pass follows; the vertices `apply` activates form
+/// the (cleared) `frontier`, in ascending order. Returns how many vertices were applied.
+fn apply<P: VertexProgram>(
     program: &P,
     ctx: &IterationContext,
     values: &mut [P::Value],
     inbox: &mut Inbox<P::Msg>,
+    listed: bool,
     frontier: &mut Frontier,
-) {
+) -> u64 {
     let (identity, all) = (program.identity(), program.applies_to_all());
-    for (v, (value, (slot, flag))) in
-        values.iter_mut().zip(inbox.acc.iter_mut().zip(inbox.received.iter_mut())).enumerate()
-    {
-        if all || *flag {
-            *flag = false;
-            let msg = std::mem::replace(slot, identity);
-            if program.apply(v as u64, value, msg, ctx) {
-                frontier.push(v as u64);
+    let touched = &inbox.touched;
+    let block_of = |b: usize| touched.partition_point(|&t| (t as usize) < b * APPLY_BLOCK);
+    let blocks = values
+        .par_chunks_mut(APPLY_BLOCK)
+        .zip(inbox.acc.par_chunks_mut(APPLY_BLOCK))
+        .zip(inbox.received.par_chunks_mut(APPLY_BLOCK))
+        .zip(frontier.active.0.par_chunks_mut(APPLY_BLOCK / 64));
+    let activated: Vec<(u64, Vec<VertexId>)> = blocks
+        .enumerate()
+        .map(|(b, (((values, acc), received), words))| {
+            let (first, len) = (b * APPLY_BLOCK, values.len());
+            let (mut applied, mut next) = (0, Vec::new());
+            let mut apply_one = |i: usize| {
+                applied += 1;
+                let v = (first + i) as u64;
+                if program.apply(v, &mut values[i], std::mem::replace(&mut acc[i], identity), ctx) {
+                    words[i / 64] |= 1 << (i % 64);
+                    next.push(v);
+                }
+            };
+            if all {
+                (0..len).for_each(&mut apply_one);
+                received.fill(false);
+            } else if listed {
+                for &t in &touched[block_of(b)..block_of(b + 1)] {
+                    received[t as usize - first] = false;
+                    apply_one(t as usize - first);
+                }
+            } else {
+                for i in 0..len {
+                    if std::mem::take(&mut received[i]) {
+                        apply_one(i);
+                    }
+                }
             }
-        }
+            (applied, next)
+        })
+        .collect();
+    inbox.touched.clear();
+    let mut applied = 0;
+    for (count, next) in activated {
+        applied += count;
+        frontier.list.extend(next);
     }
+    applied
 }
 
 /// Runs a vertex program to completion; values in dense-id order. Programs that
@@ -377,8 +504,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let direction = program.direction();
     let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2 + 16) as u64;
     let store = runner.store();
-    // A pull of uniform messages keeps one message per vertex more (`pull`'s `sent`).
-    let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<Option<P::Msg>>() as u64 } else { 0 };
+    // A pull of uniform messages keeps one message and one bit per vertex more ([`Sent`]).
+    let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<P::Msg>() as u64 + 1 } else { 0 };
     let can_pull = program.supports_pull()
         && direction != EdgeDirection::Both
         && needed_bytes(store, true, per_vertex + sent_bytes, 0) <= runner.memory().bytes();
@@ -396,9 +523,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let n = info.num_vertices as usize;
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
-    let mut frontier = Frontier { active: vec![false; n], list: Vec::new() };
+    let mut frontier = Frontier { active: Bits::new(n), list: Vec::new() };
     (0..n as u64).filter(|&v| program.initially_active(v, &info)).for_each(|v| frontier.push(v));
     let mut inbox = Inbox { acc: vec![program.identity(); n], received: vec![false; n], touched: Vec::new() };
+    let mut sent: Option<Sent<P::Msg>> = None;
     let bar = runner.progress().start(
         "iterations (inmem)",
         program.max_iterations().map(|m| m as u64),
@@ -412,16 +540,27 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             break;
         }
         let started = Instant::now();
-        let [global_sum, second_global_sum] = (0..n)
-            .map(|v| global_contributions(program, v as u64, &values[v], adj.out.degree(v as u64)))
-            .fold([0.0; 2], add_global_sums);
+        let [global_sum, second_global_sum] = if program.has_global_contributions() {
+            (0..n)
+                .map(|v| global_contributions(program, v as u64, &values[v], adj.out.degree(v as u64)))
+                .fold([0.0; 2], add_global_sums)
+        } else {
+            [0.0; 2]
+        };
 
         let frontier_arcs: u64 =
-            frontier.list.iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
+            frontier.list.par_iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
         let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
         let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
         let edges_processed = match (delivery, dense) {
-            (Some(Delivery::Pull), _) => pull(program, &adj, reverse, &values, &frontier.active, &mut inbox),
+            (Some(Delivery::Pull), _) => {
+                if program.sends_uniform_messages() {
+                    let sent =
+                        sent.get_or_insert_with(|| Sent { msg: vec![program.identity(); n], sends: Bits::new(n) });
+                    sent.fill(program, &adj, &values, &frontier.active);
+                }
+                pull(program, &adj, reverse, &values, &frontier.active, sent.as_ref(), &mut inbox)
+            }
             (_, true) => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
             (_, false) => {
                 let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
@@ -434,31 +573,17 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
         let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
         frontier.clear();
-        if !listed {
-            apply_sweeping(program, &ctx, &mut values, &mut inbox, &mut frontier);
-        } else if program.applies_to_all() {
-            for v in 0..n {
-                if program.apply(v as u64, &mut values[v], inbox.acc[v], &ctx) {
-                    frontier.push(v as u64);
-                }
-            }
-            inbox.reset(program.identity());
-        } else {
-            for &t in &inbox.touched {
-                if program.apply(t, &mut values[t as usize], inbox.acc[t as usize], &ctx) {
-                    frontier.push(t);
-                }
-            }
-            inbox.reset(program.identity());
-        }
-        runner.record_iteration(IterationStats {
+        let applied = apply(program, &ctx, &mut values, &mut inbox, listed, &mut frontier);
+        let mut stats = IterationStats {
             iteration,
             active_vertices,
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
             delivery,
             ..IterationStats::default()
-        });
+        };
+        stats.extra.insert("applied".into(), applied.into());
+        runner.record_iteration(stats);
         bar.inc(1);
         let active_next = frontier.list.len() as u64;
         iteration += 1;
@@ -778,6 +903,33 @@ mod tests {
             assert_eq!(stats[..3], [Some(Delivery::Pull); 3], "directed {directed}");
             assert!(stats[3..].iter().all(|&d| d == Some(Delivery::Push)), "directed {directed}: {stats:?}");
         }
+    }
+
+    fn applied(r: &Runner) -> Vec<u64> {
+        r.finish("bfs").per_iteration.iter().map(|i| i.extra["applied"].as_u64().unwrap()).collect()
+    }
+
+    #[test]
+    fn sparse_push_skips_reached_targets() {
+        // a path with arcs both ways, 0 ⇄ 1 ⇄ … ⇄ 199: every frontier is one vertex with two
+        // arcs (far below the pull threshold), one of them back to a reached vertex
+        let edges: Vec<(usize, usize)> = (0..199).flat_map(|i| [(i, i + 1), (i + 1, i)]).collect();
+        let (pushed, optimised) = with_graph(200, &edges, true, |r| {
+            let pushed = (r.run_vertex_program(&PushOnly(bfs(0, false))).unwrap(), applied(r));
+            let first = applied(r).len();
+            let optimised = r.run_vertex_program(&bfs(0, false)).unwrap();
+            assert!(deliveries(r)[first..].iter().all(|&d| d == Some(Delivery::Push)));
+            (pushed, (optimised, applied(r)[first..].to_vec()))
+        });
+        assert_eq!(pushed.0, optimised.0);
+        assert_eq!(optimised.0[199], 199);
+        // the push-only form applies the reached predecessor too; BFS skips it (and the last
+        // vertex, 199, has only its predecessor to send to)
+        assert_eq!(pushed.1[..3], [1, 2, 2]);
+        assert_eq!(pushed.1.len(), 200);
+        let mut expected = vec![1; 199];
+        expected.push(0);
+        assert_eq!(optimised.1, expected);
     }
 
     #[test]
