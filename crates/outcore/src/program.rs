@@ -199,6 +199,14 @@ pub trait VertexProgram: Sync + Send {
         false
     }
 
+    /// Whether, on top of [uniform messages](Self::sends_uniform_messages), every active vertex
+    /// of one iteration sends the *same* message (level-synchronous BFS: all of a level's
+    /// vertices send depth + 1). A pulling engine may then fold that one message wherever an
+    /// arc's source is active, instead of loading each source's own from a random address.
+    fn sends_one_message_per_iteration(&self) -> bool {
+        false
+    }
+
     /// Whether a vertex with this value still wants messages in a pull iteration (BFS: not
     /// yet reached).
     fn pull_wants(&self, _value: &Self::Value) -> bool {

@@ -80,6 +80,10 @@ impl VertexProgram for Bfs {
     fn sends_uniform_messages(&self) -> bool {
         true
     }
+    /// Every vertex of the frontier has the level's depth.
+    fn sends_one_message_per_iteration(&self) -> bool {
+        true
+    }
     fn pull_wants(&self, depth: &u64) -> bool {
         *depth == UNREACHABLE
     }

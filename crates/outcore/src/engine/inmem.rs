@@ -23,8 +23,13 @@
 //! *pull* instead when the frontier's vertices plus arcs exceed `arcs / 20` and both layouts
 //! fit the budget: every vertex that wants messages folds the messages of its active
 //! reverse-neighbours, in ascending source order, until satisfied (blocks of targets in
-//! parallel: each target's fold is its own, so the result does not depend on the threads). The program promises the
-//! same `apply` results either way; each iteration's [`Delivery`] is in its stats. By the same
+//! parallel: each target's fold is its own, so the result does not depend on the threads). The
+//! program promises the same `apply` results either way; each iteration's [`Delivery`] is in its
+//! stats. With [uniform messages](crate::program::VertexProgram::sends_uniform_messages) each
+//! active source's message is computed once, before the pull, so a block of targets never reads
+//! another's values and applies its own at once: one pass, no message buffer (and with
+//! [one message per iteration](crate::program::VertexProgram::sends_one_message_per_iteration),
+//! BFS, an arc costs a bit test only). By the same
 //! promise a sparse push skips the targets a pull would skip (BFS: reached vertices). The
 //! frontier is a bit per vertex (cache-resident for a pull's test of every arc) and an
 //! ascending list, and the message buffers live for the whole run and are reset only where
@@ -174,34 +179,56 @@ impl Frontier {
 }
 
 /// What each active source sends in a pull of uniform messages
-/// ([`VertexProgram::sends_uniform_messages`]): `msg[s]` is valid where `sends` has `s` — the
-/// active sources whose `scatter` gave a message. Allocated at the first pull and refilled for
-/// the active sources only, so a pull costs `n / 64` words plus its frontier here.
+/// ([`VertexProgram::sends_uniform_messages`]): `sends` has the active sources whose `scatter`
+/// gave a message, and `msg[s]` is that message — or, where the program
+/// [sends one per iteration](VertexProgram::sends_one_message_per_iteration), `one` is and
+/// `msg` stays empty, so a pull never loads a message from a source's random address. Refilled
+/// for the active sources only, so a pull costs `n / 64` words plus its frontier here.
 struct Sent<M> {
     msg: Vec<M>,
     sends: Bits,
+    one: Option<M>,
 }
 
-impl<M: Copy + Send> Sent<M> {
+impl<M: Copy + Send + Sync> Sent<M> {
+    fn new<P: VertexProgram<Msg = M>>(program: &P, n: usize) -> Sent<M> {
+        let per_source = if program.sends_one_message_per_iteration() { 0 } else { n };
+        Sent { msg: vec![program.identity(); per_source], sends: Bits::new(n), one: None }
+    }
+
     fn fill<P: VertexProgram<Msg = M>>(&mut self, program: &P, adj: &Adjacency, values: &[P::Value], active: &Bits) {
         const WORDS: usize = PULL_BLOCK / 64;
-        let blocks = self.msg.par_chunks_mut(PULL_BLOCK).zip(self.sends.0.par_chunks_mut(WORDS));
-        blocks.enumerate().for_each(|(b, (msgs, sends))| {
-            for (w, sends) in sends.iter_mut().enumerate() {
-                let (mut word, mut sent) = (active.0[b * WORDS + w], 0);
-                while word != 0 {
-                    let bit = word.trailing_zeros() as usize;
-                    word &= word - 1;
-                    let s = (b * PULL_BLOCK + w * 64 + bit) as u64;
-                    let edge = EdgeRef { source: s, target: s, weight: 1.0, source_out_degree: adj.out.degree(s) };
-                    if let Some(msg) = program.scatter(&values[s as usize], edge) {
-                        msgs[w * 64 + bit] = msg;
-                        sent |= 1 << bit;
+        let mut msg_blocks: Vec<Option<&mut [M]>> = if self.msg.is_empty() {
+            (0..self.sends.0.len().div_ceil(WORDS)).map(|_| None).collect()
+        } else {
+            self.msg.chunks_mut(PULL_BLOCK).map(Some).collect()
+        };
+        let blocks = self.sends.0.par_chunks_mut(WORDS).zip(msg_blocks.par_iter_mut());
+        let firsts: Vec<Option<M>> = blocks
+            .enumerate()
+            .map(|(b, (sends, msgs))| {
+                let mut first = None;
+                for (w, sends) in sends.iter_mut().enumerate() {
+                    let (mut word, mut sent) = (active.0[b * WORDS + w], 0);
+                    while word != 0 {
+                        let bit = word.trailing_zeros() as usize;
+                        word &= word - 1;
+                        let s = (b * PULL_BLOCK + w * 64 + bit) as u64;
+                        let edge = EdgeRef { source: s, target: s, weight: 1.0, source_out_degree: adj.out.degree(s) };
+                        if let Some(msg) = program.scatter(&values[s as usize], edge) {
+                            if let Some(msgs) = msgs.as_deref_mut() {
+                                msgs[w * 64 + bit] = msg;
+                            }
+                            first.get_or_insert(msg);
+                            sent |= 1 << bit;
+                        }
                     }
+                    *sends = sent;
                 }
-                *sends = sent;
-            }
-        });
+                first
+            })
+            .collect();
+        self.one = if self.msg.is_empty() { firsts.into_iter().flatten().next() } else { None };
     }
 }
 
@@ -301,18 +328,15 @@ const PULL_BLOCK: usize = 4096;
 
 /// Pull: every vertex that wants messages scans its `reverse` arcs for active sources, folding
 /// in ascending source order until satisfied (see [`VertexProgram::supports_pull`]); returns
-/// the arcs scanned. With uniform messages, `sent` holds each active source's message, filled
-/// for this iteration ([`Sent::fill`]), and an arc costs a bit test and, at active sources, one
-/// load. Blocks of targets run in parallel — each target's fold is its own, in the
+/// the arcs scanned. Blocks of targets run in parallel — each target's fold is its own, in the
 /// same order whatever the threads — and their `touched` lists are joined in block order, so
-/// `touched` comes out sorted.
+/// `touched` comes out sorted. Programs with uniform messages pull by [`pull_and_apply`].
 fn pull<P: VertexProgram>(
     program: &P,
     adj: &Adjacency,
     reverse: &InMemoryCsr,
     values: &[P::Value],
     active: &Bits,
-    sent: Option<&Sent<P::Msg>>,
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
     let blocks: Vec<(u64, Vec<VertexId>)> = inbox
@@ -330,10 +354,7 @@ fn pull<P: VertexProgram>(
                 if !program.pull_wants(&values[t as usize]) {
                     continue;
                 }
-                let (folded, scanned) = match sent {
-                    Some(sent) => fold_sent(program, reverse, sent, t),
-                    None => fold_active_sources(program, adj, reverse, values, active, t),
-                };
+                let (folded, scanned) = fold_active_sources(program, adj, reverse, values, active, t);
                 edges += scanned;
                 if let Some(msg) = folded {
                     *slot = program.combine(*slot, msg);
@@ -352,6 +373,60 @@ fn pull<P: VertexProgram>(
         inbox.touched.extend(touched);
     }
     edges
+}
+
+/// A pull of uniform messages with [`apply`] fused in, over blocks of targets in parallel:
+/// folds come from `sent` (filled for this iteration, [`Sent::fill`]), never from `values`, so a
+/// block may apply its own targets while other blocks still pull — one pass instead of a pull,
+/// a message array and an apply. An arc costs a bit test (and a message load unless the program
+/// sends one message per iteration). `frontier` comes cleared and leaves with the vertices
+/// `apply` activated, ascending. Returns the arcs scanned and the vertices applied.
+fn pull_and_apply<P: VertexProgram>(
+    program: &P,
+    ctx: &IterationContext,
+    reverse: &InMemoryCsr,
+    values: &mut [P::Value],
+    sent: &Sent<P::Msg>,
+    frontier: &mut Frontier,
+) -> (u64, u64) {
+    let (identity, all) = (program.identity(), program.applies_to_all());
+    let blocks = values.par_chunks_mut(PULL_BLOCK).zip(frontier.active.0.par_chunks_mut(PULL_BLOCK / 64));
+    let done: Vec<(u64, u64, Vec<VertexId>)> = blocks
+        .enumerate()
+        .map(|(b, (values, words))| {
+            let first = (b * PULL_BLOCK) as u64;
+            let (mut edges, mut applied, mut next) = (0, 0, Vec::new());
+            for (i, value) in values.iter_mut().enumerate() {
+                let t = first + i as u64;
+                prefetch_list(reverse, t + PREFETCH_AHEAD);
+                let folded = if program.pull_wants(value) {
+                    let (folded, scanned) = fold_sent(program, reverse, sent, t);
+                    edges += scanned;
+                    folded
+                } else {
+                    None
+                };
+                if folded.is_none() && !all {
+                    continue;
+                }
+                applied += 1;
+                // As a push's slot would hold it: the identity combined with the fold.
+                let msg = folded.map_or(identity, |m| program.combine(identity, m));
+                if program.apply(t, value, msg, ctx) {
+                    words[i / 64] |= 1 << (i % 64);
+                    next.push(t);
+                }
+            }
+            (edges, applied, next)
+        })
+        .collect();
+    let (mut edges, mut applied) = (0, 0);
+    for (scanned, count, next) in done {
+        edges += scanned;
+        applied += count;
+        frontier.list.extend(next);
+    }
+    (edges, applied)
 }
 
 /// How far ahead (targets of a pull, frontier vertices or arcs of a sparse push) the engine asks
@@ -418,11 +493,25 @@ fn fold_sent<P: VertexProgram>(
     sent: &Sent<P::Msg>,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
+    match sent.one {
+        Some(one) => fold_sent_by(program, reverse.neighbors(t), &sent.sends, |_| one),
+        None => fold_sent_by(program, reverse.neighbors(t), &sent.sends, |s| sent.msg[s as usize]),
+    }
+}
+
+/// The fold of the messages (`msg_of`) of those of `sources` that `sends` has, in order, until
+/// satisfied; and the arcs scanned.
+#[inline(always)]
+fn fold_sent_by<P: VertexProgram>(
+    program: &P,
+    sources: &[VertexId],
+    sends: &Bits,
+    msg_of: impl Fn(VertexId) -> P::Msg,
+) -> (Option<P::Msg>, u64) {
     let mut folded = None;
-    let sources = reverse.neighbors(t);
     for (i, &source) in sources.iter().enumerate() {
-        if sent.sends.get(source) {
-            let fold = program.combine(folded.unwrap_or(program.identity()), sent.msg[source as usize]);
+        if sends.get(source) {
+            let fold = program.combine(folded.unwrap_or(program.identity()), msg_of(source));
             folded = Some(fold);
             if program.pull_satisfied(&fold) {
                 return (folded, i as u64 + 1);
@@ -526,7 +615,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let mut frontier = Frontier { active: Bits::new(n), list: Vec::new() };
     (0..n as u64).filter(|&v| program.initially_active(v, &info)).for_each(|v| frontier.push(v));
     let mut inbox = Inbox { acc: vec![program.identity(); n], received: vec![false; n], touched: Vec::new() };
-    let mut sent: Option<Sent<P::Msg>> = None;
+    let mut sent = (can_pull && program.sends_uniform_messages()).then(|| Sent::new(program, n));
     let bar = runner.progress().start(
         "iterations (inmem)",
         program.max_iterations().map(|m| m as u64),
@@ -552,28 +641,29 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             frontier.list.par_iter().map(|&v| lists.iter().flatten().map(|c| c.degree(v)).sum::<u64>()).sum();
         let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
         let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
-        let edges_processed = match (delivery, dense) {
-            (Some(Delivery::Pull), _) => {
-                if program.sends_uniform_messages() {
-                    let sent =
-                        sent.get_or_insert_with(|| Sent { msg: vec![program.identity(); n], sends: Bits::new(n) });
-                    sent.fill(program, &adj, &values, &frontier.active);
-                }
-                pull(program, &adj, reverse, &values, &frontier.active, sent.as_ref(), &mut inbox)
+        let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
+        let (edges_processed, applied) = match (delivery, sent.as_mut()) {
+            (Some(Delivery::Pull), Some(sent)) => {
+                sent.fill(program, &adj, &values, &frontier.active);
+                frontier.clear();
+                pull_and_apply(program, &ctx, reverse, &mut values, sent, &mut frontier)
             }
-            (_, true) => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
-            (_, false) => {
-                let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
-                inbox.sort_touched();
-                edges
+            _ => {
+                let edges = match delivery {
+                    Some(Delivery::Pull) => pull(program, &adj, reverse, &values, &frontier.active, &mut inbox),
+                    _ if dense => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
+                    _ => {
+                        let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
+                        inbox.sort_touched();
+                        edges
+                    }
+                };
+                // A dense push flagged its targets without listing them: apply sweeps the flags.
+                let listed = delivery == Some(Delivery::Pull) || !dense;
+                frontier.clear();
+                (edges, apply(program, &ctx, &mut values, &mut inbox, listed, &mut frontier))
             }
         };
-        // A dense push flagged its targets without listing them: apply sweeps the flags.
-        let listed = delivery == Some(Delivery::Pull) || !dense;
-
-        let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
-        frontier.clear();
-        let applied = apply(program, &ctx, &mut values, &mut inbox, listed, &mut frontier);
         let mut stats = IterationStats {
             iteration,
             active_vertices,
@@ -907,6 +997,29 @@ mod tests {
 
     fn applied(r: &Runner) -> Vec<u64> {
         r.finish("bfs").per_iteration.iter().map(|i| i.extra["applied"].as_u64().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_pull_of_one_message_per_iteration_keeps_no_message_per_source() {
+        // 0 → 1..=3, 3 → 4: the frontier {1, 3} at depth 1 sends depth 2; vertex 2 sends nothing
+        // in this made-up frontier because it is not active.
+        with_graph(5, &[(0, 1), (0, 2), (0, 3), (3, 4)], true, |r| {
+            let adj = Adjacency::load(r.store(), true).unwrap();
+            let program = bfs(0, false);
+            let mut sent = Sent::new(&program, 5);
+            assert!(sent.msg.is_empty());
+            let mut active = Bits::new(5);
+            active.set(1);
+            active.set(3);
+            sent.fill(&program, &adj, &[0, 1, 1, 1, 2], &active);
+            assert_eq!(sent.one, Some(2));
+            assert_eq!(sent.sends.0, active.0);
+            // PageRank's messages differ per source: one slot each, no single message.
+            let pr = crate::algo::pagerank::PageRank { damping: 0.85, iterations: 20 };
+            let mut sent = Sent::new(&pr, 5);
+            sent.fill(&pr, &adj, &[0.2; 5], &active);
+            assert_eq!((sent.msg.len(), sent.one), (5, None));
+        });
     }
 
     #[test]
