@@ -258,8 +258,9 @@ pub fn add_global_sums(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
 pub trait EdgePass: Sync {
     /// Visits the arc `source → target`.
     fn arc(&self, source: VertexId, target: VertexId);
-    /// Called between batches of arcs (a read buffer's worth), while no arc is being visited:
-    /// the place for work that makes the next batch cheaper (union-find compresses its paths).
+    /// Called between batches of arcs (at least |V| arcs each, so that O(|V|) work here costs
+    /// no more than the arcs), while no arc is being visited: the place for work that makes the
+    /// next batch cheaper (union-find compresses its paths).
     fn between_batches(&self) {}
     /// Bytes of state the program keeps per vertex (checked against the budget).
     fn state_bytes_per_vertex(&self) -> u64;

@@ -132,6 +132,10 @@ fn extra_u64(stats: &RunStats, key: &str) -> Vec<u64> {
     stats.per_iteration.iter().map(|i| i.extra[key].as_u64().unwrap()).collect()
 }
 
+fn extra_bool(stats: &RunStats, key: &str) -> Vec<bool> {
+    stats.per_iteration.iter().map(|i| i.extra[key].as_bool().unwrap()).collect()
+}
+
 const ALGORITHMS: [&str; 6] = ["bfs", "sssp", "wcc", "pr", "pr-delta", "mssp"];
 
 /// Bytes of the edge files the program reads (targets, plus weights for weighted programs),
@@ -257,6 +261,16 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     assert!(stats.per_iteration[0].bytes_read >= file);
     assert!(resident[1..].iter().all(|&r| r == arcs), "{resident:?}");
     assert!(stats.per_iteration[1..].iter().all(|i| i.bytes_read == 0));
+    // All of csr-in in memory: from the second pull on, sources are ordered by degree, and
+    // since every target folds its edges in the same order, the ranks are bit for bit those of
+    // a run that reads every pass from disk.
+    let ordered = extra_bool(&stats, "sources_ordered");
+    assert!(!ordered[0] && ordered[1..].iter().all(|&o| o), "{ordered:?}");
+    let mut from_disk = options.clone();
+    from_disk.stream.resident_edges = false;
+    let (unordered, stats_from_disk) = run(&g.store, from_disk, "pr", &p).unwrap();
+    assert!(extra_bool(&stats_from_disk, "sources_ordered").iter().all(|&o| !o));
+    assert_eq!(format!("{got:?}"), format!("{unordered:?}"), "ordered sources changed the ranks");
 
     let planned = stats.extra["stream"]["planned_bytes"].as_u64().unwrap();
     let budget = planned + file / 2;
@@ -264,6 +278,7 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     let (got, stats) = run(&g.store, options, "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "half resident");
     let resident = extra_u64(&stats, "resident_edges");
+    assert!(extra_bool(&stats, "sources_ordered").iter().all(|&o| !o), "half resident: never ordered");
     let room = stats.extra["stream"]["resident_room_bytes"].as_u64().unwrap();
     assert!(room <= file / 2 && room + stats.extra["stream"]["planned_bytes"].as_u64().unwrap() <= budget);
     for (i, iteration) in stats.per_iteration.iter().enumerate().skip(1) {

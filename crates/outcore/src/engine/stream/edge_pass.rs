@@ -105,11 +105,18 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
     let plans = vec![(0, ChunkPlan::whole(*layout.offsets.last().unwrap_or(&0)))];
     let threads = rayon::current_num_threads().max(1);
     let mut compute_seconds = 0.0;
+    // Arcs visited since `between_batches` last ran: it runs once they reach the vertex count,
+    // so that its work (union-find's compression: O(|V|)) stays within that of the arcs.
+    let mut since_batch_end = 0;
     let streamed = stream_buffers(&reader, plans, &mut pool, |buffer| {
         let computing = Instant::now();
         let visit = Visit { pass, offsets: &layout.offsets, n };
         let outcome = if wide { visit.buffer::<true>(buffer, threads) } else { visit.buffer::<false>(buffer, threads) };
-        pass.between_batches();
+        since_batch_end += buffer.edges();
+        if since_batch_end >= n {
+            pass.between_batches();
+            since_batch_end = 0;
+        }
         compute_seconds += computing.elapsed().as_secs_f64();
         outcome.map_err(|target| {
             Error::store(

@@ -342,6 +342,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     // What the budget leaves after the plan keeps edges of dense passes in memory.
     let room = if options.resident_edges { runner.memory().bytes().saturating_sub(plan.total()) } else { 0 };
     let mut resident = resident::ResidentEdges::new(room);
+    // The layout whose resident ids were renumbered for pulls ([`order_sources`]).
+    let mut renumbered: Option<usize> = None;
     let page_cache = page_cache_estimate(runner.memory().bytes());
     runner.record_extra(
         "stream",
@@ -401,9 +403,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 IoMode::Auto => expected_bytes > page_cache,
             };
         // A dense pass over one layout takes its resident prefix from memory (see `resident`).
+        // (A layout renumbered for pulls no longer serves pushes from memory.)
         let dense_layout = match reverse_index {
             Some(r) if pulling => Some(r),
-            _ => (dense && push_layouts == 1).then_some(0),
+            _ => (dense && push_layouts == 1 && renumbered != Some(0)).then_some(0),
         };
         let from = dense_layout.map_or(0, |l| resident.prefix(l).1);
         let plans: Vec<(usize, ChunkPlan<'_>)> = match reverse_index {
@@ -465,6 +468,20 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             })?
         };
         let (resident_edges, streamed) = streamed;
+        let sources_ordered = renumbered.is_some();
+        if let (true, None, Some(r), Some(sources)) = (pulling, renumbered, reverse_index, sources.as_mut()) {
+            // Accumulators beyond the first serve only parallel pushes: their memory may go to
+            // the order instead (later pushes, if any, scatter on one thread).
+            let spare_accumulators = plan.accumulator * (accumulators.len() as u64 - 1);
+            let spare = resident.spare_room() + spare_accumulators;
+            let edges = *offsets[r].last().unwrap();
+            if order_sources(sources, &mut resident, r, edges, offsets[0], target_width == 8, spare) {
+                renumbered = Some(r);
+                if resident.spare_room() < pull::SourceOrder::bytes(n).0 {
+                    accumulators.truncate(1);
+                }
+            }
+        }
         let (reader_stats, io_wait) = (streamed.reader, streamed.io_wait_seconds);
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
             return Err(Error::store(
@@ -491,6 +508,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         extra.insert("buffer_fills".into(), reader_stats.buffers_filled.into());
         extra.insert("bytes_skipped".into(), iteration_bytes.saturating_sub(reader_stats.bytes_read).into());
         extra.insert("resident_edges".into(), resident_edges.into());
+        extra.insert("sources_ordered".into(), sources_ordered.into());
         extra.insert("io_wait_seconds".into(), io_wait.into());
         extra.insert("compute_seconds".into(), (scatter_seconds + apply_seconds).into());
         extra.insert("io_mode".into(), (if direct { "direct" } else { "buffered" }).into());
@@ -621,6 +639,29 @@ impl MemoryPlan {
         }
         Ok((plan(layouts, 0)?, false))
     }
+}
+
+/// Once the pulled `layout` (`edges` in all) is wholly in memory and `spare_bytes` hold a
+/// [`pull::SourceOrder`] by the degrees of `degree_offsets`, renumbers the resident ids and the
+/// `sources`' slots to it, so that later pulls load the messages of busy sources from a small,
+/// cache-resident part of the array. Returns whether it did.
+fn order_sources<M: Copy + Send + Sync>(
+    sources: &mut pull::Sources<M>,
+    resident: &mut resident::ResidentEdges,
+    layout: usize,
+    edges: u64,
+    degree_offsets: &[u64],
+    wide_ids: bool,
+    spare_bytes: u64,
+) -> bool {
+    let n = degree_offsets.len() - 1;
+    if wide_ids || !resident.holds_all(layout, edges) || spare_bytes < pull::SourceOrder::bytes(n).0 {
+        return false;
+    }
+    let order = pull::SourceOrder::by_degree(degree_offsets);
+    resident.renumber(&order.slot_of);
+    sources.order_by(order);
+    true
 }
 
 /// Streams `plans` through `consume`. A dense pass over one layout (`dense`) first hands

@@ -13,6 +13,9 @@
 //!   computed once per iteration into one array of |V| messages ([`Sources`]; 19 MB for
 //!   PageRank, within the L3), which the fold reads at random: independent loads the CPU
 //!   overlaps, instead of dependent read-modify-writes;
+//! - once the reverse layout is all in memory ([`super::resident`]), its source ids are
+//!   renumbered by degree ([`SourceOrder`]), so that the messages most arcs load share a few
+//!   cache lines instead of each taking its own;
 //! - BFS-like programs skip the list of every target that no longer
 //!   [wants](VertexProgram::pull_wants) messages and stop a list at its first
 //!   [satisfying](VertexProgram::pull_satisfied) source (Ligra's bottom-up step).
@@ -50,12 +53,16 @@ pub fn pulls(active_vertices: u64, frontier_arcs: u64, arcs: u64) -> bool {
 
 /// The messages the sources send in one iteration, for programs with uniform messages: one
 /// per vertex, computed once instead of once per arc (memory: [`super::PullNeeds::sources`]).
+/// Slot `i` holds vertex `i`'s message, or, once the pulled layout is all resident and its ids
+/// were renumbered ([`SourceOrder`]), the message of the vertex at slot `i`.
 pub struct Sources<M> {
     sent: Vec<M>,
-    /// One bit per vertex: it is active and `scatter` gave a message.
+    /// One bit per slot: its vertex is active and `scatter` gave a message.
     senders: Vec<u64>,
     /// Every vertex sends (no need to look at `senders`).
     all: bool,
+    /// The vertex at each slot, once ordered ([`Sources::order_by`]).
+    vertex_at: Option<Vec<u32>>,
 }
 
 impl<M: Copy + Send + Sync> Sources<M> {
@@ -66,7 +73,18 @@ impl<M: Copy + Send + Sync> Sources<M> {
     }
 
     pub fn new(vertices: usize, identity: M) -> Sources<M> {
-        Sources { sent: vec![identity; vertices], senders: vec![0; vertices.div_ceil(64)], all: false }
+        Sources { sent: vec![identity; vertices], senders: vec![0; vertices.div_ceil(64)], all: false, vertex_at: None }
+    }
+
+    /// Whether slots follow a [`SourceOrder`] rather than vertex ids.
+    pub fn is_ordered(&self) -> bool {
+        self.vertex_at.is_some()
+    }
+
+    /// From now on slot `i` holds the message of `order`'s vertex at `i` (the pulled ids were
+    /// renumbered to match).
+    pub fn order_by(&mut self, order: SourceOrder) {
+        self.vertex_at = Some(order.vertex_at);
     }
 
     /// Computes every active vertex's message of this iteration.
@@ -78,6 +96,7 @@ impl<M: Copy + Send + Sync> Sources<M> {
         out_offsets: &[u64],
     ) {
         let identity = program.identity();
+        let vertex_at = self.vertex_at.as_deref();
         let count: u64 = self
             .sent
             .par_chunks_mut(64)
@@ -86,7 +105,7 @@ impl<M: Copy + Send + Sync> Sources<M> {
             .map(|(w, (sent, word))| {
                 *word = 0;
                 for (i, slot) in sent.iter_mut().enumerate() {
-                    let s = w * 64 + i;
+                    let s = vertex_at.map_or(w * 64 + i, |at| at[w * 64 + i] as usize);
                     let degree = out_offsets[s + 1] - out_offsets[s];
                     let edge = EdgeRef { source: s as u64, target: s as u64, weight: 1.0, source_out_degree: degree };
                     let message = if frontier.get(s) { program.scatter(&values[s], edge) } else { None };
@@ -97,6 +116,48 @@ impl<M: Copy + Send + Sync> Sources<M> {
             })
             .sum();
         self.all = count == self.sent.len() as u64;
+    }
+}
+
+/// A renumbering of the sources for the fold's random loads: vertices by descending degree
+/// class (⌊log2 degree⌋), ascending id within a class. A source is loaded once per arc, so its
+/// degree is how often its message is wanted; on R-MAT graphs the top 5% of vertices by
+/// degree send 75% of the messages (RMAT-22), and packed together their messages stay in the
+/// L2 cache instead of each taking its own cache line of a 19 MB array. The pulled ids are
+/// renumbered once, in memory ([`super::resident::ResidentEdges::renumber`]); each target's
+/// edges keep their order, so every fold and result stays bit for bit the same.
+pub struct SourceOrder {
+    /// The slot of each vertex.
+    pub slot_of: Vec<u32>,
+    /// The vertex at each slot.
+    pub vertex_at: Vec<u32>,
+}
+
+impl SourceOrder {
+    /// Bytes while renumbering (both arrays), and kept afterwards (`vertex_at`).
+    pub fn bytes(vertices: usize) -> (u64, u64) {
+        (8 * vertices as u64, 4 * vertices as u64)
+    }
+
+    /// The order by the degrees of `offsets` (a counting sort over degree classes).
+    pub fn by_degree(offsets: &[u64]) -> SourceOrder {
+        let n = offsets.len() - 1;
+        let class = |v: usize| 64 - (offsets[v + 1] - offsets[v]).leading_zeros() as usize;
+        let mut starts = [0u32; 66];
+        for v in 0..n {
+            starts[64 - class(v) + 1] += 1;
+        }
+        for c in 1..starts.len() {
+            starts[c] += starts[c - 1];
+        }
+        let (mut slot_of, mut vertex_at) = (vec![0u32; n], vec![0u32; n]);
+        for v in 0..n {
+            let slot = &mut starts[64 - class(v)];
+            slot_of[v] = *slot;
+            vertex_at[*slot as usize] = v as u32;
+            *slot += 1;
+        }
+        SourceOrder { slot_of, vertex_at }
     }
 }
 
@@ -300,4 +361,25 @@ struct Fold<M> {
     any: bool,
     edges: u64,
     bad: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_order_puts_busy_vertices_first_and_is_a_permutation() {
+        // Degrees 1, 0, 9, 3, 2, 9, 1: classes 1, 0, 4, 2, 2, 4, 1.
+        let degrees = [1u64, 0, 9, 3, 2, 9, 1];
+        let sums = degrees.iter().scan(0, |sum, d| {
+            *sum += d;
+            Some(*sum)
+        });
+        let offsets: Vec<u64> = std::iter::once(0).chain(sums).collect();
+        let order = SourceOrder::by_degree(&offsets);
+        assert_eq!(order.vertex_at, [2, 5, 3, 4, 0, 6, 1]);
+        for (slot, &v) in order.vertex_at.iter().enumerate() {
+            assert_eq!(order.slot_of[v as usize] as usize, slot);
+        }
+    }
 }

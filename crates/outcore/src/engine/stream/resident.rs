@@ -67,6 +67,34 @@ impl ResidentEdges {
         }
     }
 
+    /// Whether all of `layout`'s `edges` are held and nothing more will be added.
+    pub fn holds_all(&self, layout: usize, edges: u64) -> bool {
+        self.sealed && self.layout == Some(layout) && self.end == edges
+    }
+
+    /// Room left for other in-memory structures of the same budget.
+    pub fn spare_room(&self) -> u64 {
+        self.room - self.bytes
+    }
+
+    /// Rewrites every 4-byte id `v < slot_of.len()` held to `slot_of[v]` (ids beyond, from a
+    /// damaged file, stay beyond, to be reported by the fold). In parallel over the buffers.
+    pub fn renumber(&mut self, slot_of: &[u32]) {
+        use rayon::prelude::*;
+        self.buffers.par_iter_mut().for_each(|buffer| {
+            let pieces = buffer.pieces.clone();
+            for piece in pieces {
+                let ids = &mut buffer.targets[piece.target_pos..piece.target_pos + piece.edges() as usize * 4];
+                for id in ids.chunks_exact_mut(4) {
+                    let v = u32::from_le_bytes(id.try_into().unwrap());
+                    if let Some(&slot) = slot_of.get(v as usize) {
+                        id.copy_from_slice(&slot.to_le_bytes());
+                    }
+                }
+            }
+        });
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -102,6 +130,22 @@ mod tests {
         assert_eq!(r.prefix(0).1, 0, "a prefix starts at edge 0");
         r.offer(0, &buffer(0, 0, 10));
         assert_eq!(r.prefix(0).1, 0, "a hole seals it");
+    }
+
+    #[test]
+    fn renumbers_every_held_id_and_leaves_ids_beyond_the_vertices() {
+        let mut r = ResidentEdges::new(1 << 20);
+        let mut b = buffer(0, 0, 4);
+        for (i, id) in [2u32, 0, 7, 1].iter().enumerate() {
+            b.targets[i * 4..i * 4 + 4].copy_from_slice(&id.to_le_bytes());
+        }
+        r.offer(0, &b);
+        r.end_pass(0);
+        assert!(r.holds_all(0, 4) && !r.holds_all(0, 5) && !r.holds_all(1, 4));
+        r.renumber(&[2, 0, 1]);
+        let ids: Vec<u32> =
+            r.prefix(0).0[0].targets[..16].chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(ids, [1, 2, 7, 0]);
     }
 
     #[test]
