@@ -437,12 +437,13 @@ const PREFETCH_AHEAD: u64 = 16;
 /// on it. Pulls and sparse pushes read lists and values at irregular addresses no hardware
 /// prefetcher follows, so without the hint each waits for memory in turn.
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+fn prefetch<T>(x: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast()) };
+        // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory, whatever
+        // the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(x.cast()) };
     }
 }
 
@@ -493,23 +494,39 @@ fn fold_sent<P: VertexProgram>(
     sent: &Sent<P::Msg>,
     t: VertexId,
 ) -> (Option<P::Msg>, u64) {
+    let (from, to) = (reverse.offsets[t as usize] as usize, reverse.offsets[t as usize + 1] as usize);
+    let sources = &reverse.targets[from..to];
     match sent.one {
-        Some(one) => fold_sent_by(program, reverse.neighbors(t), &sent.sends, |_| one),
-        None => fold_sent_by(program, reverse.neighbors(t), &sent.sends, |s| sent.msg[s as usize]),
+        Some(one) => fold_sent_by(program, sources, &[], &sent.sends, |_| {}, |_| one),
+        None => {
+            // The sources further on (into the next targets' lists), whose messages are wanted next.
+            let later = reverse.targets.get(from + MESSAGE_PREFETCH..).unwrap_or_default();
+            let ahead = |s: VertexId| prefetch(sent.msg.as_ptr().wrapping_add(s as usize));
+            fold_sent_by(program, sources, later, &sent.sends, ahead, |s| sent.msg[s as usize])
+        }
     }
 }
 
+/// How many arcs ahead a pull asks for the messages of the sources: a fold's loop is short, so
+/// it runs further ahead than [`PREFETCH_AHEAD`] (the stream engine's pull measured the same).
+const MESSAGE_PREFETCH: usize = 48;
+
 /// The fold of the messages (`msg_of`) of those of `sources` that `sends` has, in order, until
-/// satisfied; and the arcs scanned.
+/// satisfied; and the arcs scanned. `ahead` is told `later[i]` at arc `i`, to prefetch.
 #[inline(always)]
 fn fold_sent_by<P: VertexProgram>(
     program: &P,
     sources: &[VertexId],
+    later: &[VertexId],
     sends: &Bits,
+    ahead: impl Fn(VertexId),
     msg_of: impl Fn(VertexId) -> P::Msg,
 ) -> (Option<P::Msg>, u64) {
     let mut folded = None;
     for (i, &source) in sources.iter().enumerate() {
+        if let Some(&next) = later.get(i) {
+            ahead(next);
+        }
         if sends.get(source) {
             let fold = program.combine(folded.unwrap_or(program.identity()), msg_of(source));
             folded = Some(fold);
