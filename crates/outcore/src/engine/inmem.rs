@@ -247,7 +247,7 @@ impl<M: Copy> Inbox<M> {
         if self.touched.len() * 32 > self.received.len() {
             self.touched.clear();
             self.touched.extend((0..self.received.len() as u64).filter(|&v| self.received[v as usize]));
-        } else {
+        } else if !self.touched.is_sorted() {
             self.touched.sort_unstable();
         }
     }
@@ -318,6 +318,62 @@ fn push<P: VertexProgram, const TRACK: bool>(
                     deliver::<P, TRACK>(program, acc, received, touched, target, msg);
                 }
             }
+        }
+    }
+    edges
+}
+
+/// Frontier vertices per task of a parallel sparse push ([`push_wanted`]).
+const PUSH_CHUNK: usize = 2048;
+
+/// A sparse push of a program that [supports pull](VertexProgram::supports_pull), in parallel:
+/// chunks of the frontier list, each on its own thread, gather the messages for the targets
+/// that [want them](VertexProgram::pull_wants) (BFS: unreached vertices, a few among many arcs);
+/// the gathered messages are then delivered in frontier order, so every target folds them in
+/// the order a sequential push would. Returns the arcs scanned.
+fn push_wanted<P: VertexProgram>(
+    program: &P,
+    adj: &Adjacency,
+    lists: [Option<&InMemoryCsr>; 2],
+    values: &[P::Value],
+    frontier: &[VertexId],
+    inbox: &mut Inbox<P::Msg>,
+) -> u64 {
+    let gathered: Vec<(u64, Vec<(VertexId, P::Msg)>)> = frontier
+        .par_chunks(PUSH_CHUNK)
+        .map(|chunk| {
+            let (mut edges, mut wanted) = (0, Vec::new());
+            for (k, &v) in chunk.iter().enumerate() {
+                let (value, source_out_degree) = (&values[v as usize], adj.out.degree(v));
+                for csr in lists.into_iter().flatten() {
+                    if let Some(&next) = chunk.get(k + PREFETCH_AHEAD as usize) {
+                        prefetch_list(csr, next);
+                    }
+                    edges += csr.degree(v);
+                    let targets = csr.neighbors(v);
+                    for (j, (&target, &weight)) in targets.iter().zip(adj.weights(csr, v)).enumerate() {
+                        if let Some(&next) = targets.get(j + PREFETCH_AHEAD as usize) {
+                            prefetch(&values[next as usize]);
+                        }
+                        if !program.pull_wants(&values[target as usize]) {
+                            continue;
+                        }
+                        let edge = EdgeRef { source: v, target, weight, source_out_degree };
+                        if let Some(msg) = program.scatter(value, edge) {
+                            wanted.push((target, msg));
+                        }
+                    }
+                }
+            }
+            (edges, wanted)
+        })
+        .collect();
+    let Inbox { acc, received, touched } = inbox;
+    let mut edges = 0;
+    for (scanned, wanted) in gathered {
+        edges += scanned;
+        for (target, msg) in wanted {
+            deliver::<P, true>(program, acc, received, touched, target, msg);
         }
     }
     edges
@@ -659,6 +715,8 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let dense = active_vertices + frontier_arcs > info.num_arcs / PULL_DIVISOR;
         let delivery = can_pull.then_some(if dense { Delivery::Pull } else { Delivery::Push });
         let ctx = IterationContext { iteration, graph: info, global_sum, second_global_sum };
+        // Tasks of a parallel sparse push ([`push_wanted`]); 0 when the push ran on one thread.
+        let mut push_tasks = 0;
         let (edges_processed, applied) = match (delivery, sent.as_mut()) {
             (Some(Delivery::Pull), Some(sent)) => {
                 sent.fill(program, &adj, &values, &frontier.active);
@@ -670,7 +728,12 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                     Some(Delivery::Pull) => pull(program, &adj, reverse, &values, &frontier.active, &mut inbox),
                     _ if dense => push::<P, false>(program, &adj, lists, &values, &frontier.list, &mut inbox),
                     _ => {
-                        let edges = push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox);
+                        let edges = if program.supports_pull() && frontier.list.len() > PUSH_CHUNK {
+                            push_tasks = frontier.list.len().div_ceil(PUSH_CHUNK) as u64;
+                            push_wanted(program, &adj, lists, &values, &frontier.list, &mut inbox)
+                        } else {
+                            push::<P, true>(program, &adj, lists, &values, &frontier.list, &mut inbox)
+                        };
                         inbox.sort_touched();
                         edges
                     }
@@ -690,6 +753,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             ..IterationStats::default()
         };
         stats.extra.insert("applied".into(), applied.into());
+        stats.extra.insert("push_tasks".into(), push_tasks.into());
         runner.record_iteration(stats);
         bar.inc(1);
         let active_next = frontier.list.len() as u64;
@@ -1037,6 +1101,31 @@ mod tests {
             sent.fill(&pr, &adj, &[0.2; 5], &active);
             assert_eq!((sent.msg.len(), sent.one), (5, None));
         });
+    }
+
+    #[test]
+    fn a_wide_sparse_frontier_pushes_from_all_threads_in_frontier_order() {
+        // 0 → 1..=3000 → 3001..=6000, each leaf also pointing back at 0 and at its neighbour
+        // leaf, beside a 250,000-arc chain never reached: the frontiers of 3000 vertices (and
+        // 9000 arcs, then none) stay under arcs / 20, so they push sparsely, from two tasks.
+        let mut edges: Vec<(usize, usize)> = (1..=3000).flat_map(|i| [(0, i), (i, i + 3000), (i, 0)]).collect();
+        edges.extend((1..3000).map(|i| (i, i + 1)));
+        edges.extend((6001..256_001).map(|i| (i, i + 1)));
+        let (pushed, optimised, tasks) = with_graph(256_002, &edges, true, |r| {
+            let pushed = r.run_vertex_program(&PushOnly(bfs(0, false))).unwrap();
+            let first = deliveries(r).len();
+            let optimised = r.run_vertex_program(&bfs(0, false)).unwrap();
+            let stats = r.finish("bfs");
+            let tasks: Vec<u64> =
+                stats.per_iteration[first..].iter().map(|i| i.extra["push_tasks"].as_u64().unwrap()).collect();
+            (pushed, optimised, tasks)
+        });
+        assert_eq!(pushed, optimised);
+        assert_eq!(
+            (optimised[2], optimised[3000], optimised[6000], optimised[6001]),
+            (1, 1, 2, crate::algo::bfs::UNREACHABLE)
+        );
+        assert_eq!(tasks, [0, 2, 2]);
     }
 
     #[test]
