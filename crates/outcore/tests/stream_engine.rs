@@ -288,6 +288,31 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     }
 }
 
+/// Once csr-in is all in memory, a sparse BFS level (under Ligra's arcs / 20) whose push would
+/// read much of csr-out from disk pulls from memory instead, reading nothing; depths stay
+/// those of inmem, directed and undirected.
+#[test]
+fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() {
+    for g in [rmat_graph(), er_graph()] {
+        let p = params(&g, "bfs");
+        let expected = inmem(&g.store, "bfs", &p);
+        let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+        options.stream.resident_edges = true;
+        let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
+        assert_same("bfs", &expected, &got, &g.name);
+        let arcs = g.store.num_arcs();
+        let active_edges = extra_u64(&stats, "active_edges");
+        let from_memory: Vec<usize> = (0..stats.per_iteration.len())
+            .filter(|&i| {
+                let it = &stats.per_iteration[i];
+                it.delivery == Some(Delivery::Pull) && it.active_vertices + active_edges[i] <= arcs / 20
+            })
+            .collect();
+        assert!(!from_memory.is_empty(), "{}: {:?}", g.name, stats.per_iteration);
+        assert!(from_memory.iter().all(|&i| stats.per_iteration[i].bytes_read == 0), "{}", g.name);
+    }
+}
+
 /// Pull needs the reverse layout's offsets and the sources' messages beside everything push
 /// needs: at the smallest budget push runs in, pr pushes, with the same ranks.
 #[test]
