@@ -10,7 +10,10 @@
 #
 #   scripts/bench-speed.sh OLD_BIN NEW_BIN STORE [ROUNDS] [NEW_STORE]
 #
-# ENGINES (default "inmem stream") and ALGOS (default "bfs pr wcc") pick the cases.
+# ENGINES (default "inmem stream") and ALGOS (default "bfs pr wcc") pick the cases. NEW_AUTO=1
+# runs the new binary with no --engine (the planner's choice, printed per case) in each case's
+# conditions, against the old binary on the named engine: issue 15's "speed-ups carry to
+# `outcore run` with no --engine".
 set -euo pipefail
 OLD=$1 NEW=$2 STORE=$3 ROUNDS=${4:-3} NEW_STORE=${5:-$3}
 WORK=$(mktemp -d)
@@ -34,14 +37,16 @@ run_one() { # BIN STORE ENGINE ALGO... -> "wall iter_s bytes_read peak_rss"
   local bin=$1 STORE=$2 engine=$3; shift 3
   local memory=8GiB prefix=()
   if [ "$engine" = stream ]; then memory=384MiB; fi
+  local choice=(--engine "$engine")
+  if [ "${NEW_AUTO:-0}" = 1 ] && [ "$bin" = "$NEW" ]; then choice=(); fi
   sync; echo 3 > /proc/sys/vm/drop_caches
   local start end
   start=$(date +%s.%N)
   if [ "$engine" = stream ]; then
-    sh -c "echo \$\$ > $CG/cgroup.procs; exec \"\$@\"" _ "$bin" run --store "$STORE" --engine "$engine" \
+    sh -c "echo \$\$ > $CG/cgroup.procs; exec \"\$@\"" _ "$bin" run --store "$STORE" "${choice[@]}" \
       --memory "$memory" --stats-json "$WORK/s.json" -o "$WORK/out" "$@" >/dev/null 2>&1
   else
-    "$bin" run --store "$STORE" --engine "$engine" --memory "$memory" --stats-json "$WORK/s.json" \
+    "$bin" run --store "$STORE" "${choice[@]}" --memory "$memory" --stats-json "$WORK/s.json" \
       -o "$WORK/out" "$@" >/dev/null 2>&1
   fi
   end=$(date +%s.%N)
@@ -49,6 +54,7 @@ run_one() { # BIN STORE ENGINE ALGO... -> "wall iter_s bytes_read peak_rss"
 import json, sys
 s = json.load(open(sys.argv[1]))
 it = sum(i['seconds'] for i in s['per_iteration'])
+print(f"{s['engine']} ", end="", file=sys.stderr)
 print(f"{float(sys.argv[3]) - float(sys.argv[2]):.3f} {it:.3f} {s['bytes_read']} {s['peak_rss_bytes']}")
 PY
 }
