@@ -684,6 +684,8 @@ struct Import<'a> {
 }
 
 /// Where pass 1 put the records.
+// One value per import, switched at most once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Pass1<K: IdKey, W: EdgeWeight> {
     /// In memory, for [`memory`]'s build.
     Held(memory::HeldEdges<K, W>),

@@ -12,7 +12,7 @@
 //!   --csr-out--> counting sort by source: degrees (per thread) -> offsets -> parallel
 //!             stable scatter, then each list sorted by (target, weight bits) and deduplicated
 //!   --csr-in-->  the same counting sort of csr-out by target (directed graphs); being
-//!             stable, it needs no list sort
+//!             stable, it needs no list sort; csr-out is written meanwhile
 //! ```
 //!
 //! The store is byte for byte the one the external path writes: dense ids are ranks of the same
@@ -566,23 +566,38 @@ impl Import<'_> {
         clock.lap(&mut self.report, "sort csr-out");
         self.cancel.check()?;
 
-        let stored = self.write_layout("csr-out", &out)?;
-        clock.lap(&mut self.report, "write csr-out");
-        if self.shape.directed {
-            let bar = self.progress.start("sorting csr-in", Some(stored), ProgressUnit::Edges);
+        if !self.shape.directed {
+            let stored = self.write_layout("csr-out", &out)?;
+            clock.lap(&mut self.report, "write csr-out");
+            return Ok((vertices, stored, tally));
+        }
+        // csr-out is written on a thread of its own while csr-in is sorted from it: the write
+        // waits on the disk (and its fsync) more than on the cores.
+        let arcs = out.targets.len() as u64;
+        let write_bar = self.progress.start("writing csr-out", Some(arcs), ProgressUnit::Edges);
+        let sort_bar = self.progress.start("sorting csr-in", Some(arcs), ProgressUnit::Edges);
+        let weights = if self.shape.weighted { W::as_f64s(&out.weights) } else { None };
+        let builder = &mut self.builder;
+        let (stored, csr_in) = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| builder.write_csr_arrays("csr-out", &out.offsets, &out.targets, weights));
             let reversed =
                 ReversedCsr { csr: &out, parts: balanced_parts(&out.offsets, 8 * rayon::current_num_threads()) };
             // csr-out is sorted by (source, target, weight bits): the stable scatter leaves
             // every csr-in list sorted by (source, weight bits) already.
             let csr_in = count_sort(vertices as usize, &reversed, false);
-            drop(out);
-            bar.set_position(stored);
+            let stored = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (stored, csr_in)
+        });
+        let stored = stored?;
+        drop(out);
+        for bar in [write_bar, sort_bar] {
+            bar.set_position(arcs);
             bar.finish();
-            clock.lap(&mut self.report, "sort csr-in");
-            self.cancel.check()?;
-            self.write_layout("csr-in", &csr_in)?;
-            clock.lap(&mut self.report, "write csr-in");
         }
+        clock.lap(&mut self.report, "write csr-out, sort csr-in");
+        self.cancel.check()?;
+        self.write_layout("csr-in", &csr_in)?;
+        clock.lap(&mut self.report, "write csr-in");
         Ok((vertices, stored, tally))
     }
 
