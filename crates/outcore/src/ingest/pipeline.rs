@@ -3,7 +3,7 @@
 //! **Two paths, one read.** Pass 1 reads the input once into memory while the whole in-memory
 //! build ([`memory`]: rank map of the ids, counting sorts into csr-out and csr-in, zero
 //! temporary bytes) still fits the budget's share for it, checked after every batch. When
-//! the edges outgrow it (or an input never ends), what is held becomes sorted runs of the
+//! the edges outgrow it (or an input never ends), what is held moves into the
 //! external sorts below and the rest of the input goes there: the input (possibly stdin or gz)
 //! is never read twice. Both paths write the same store byte for byte (tests in
 //! `tests/import_pipeline.rs`); `ImportReport::in_memory` says which one ran, and the step
@@ -767,7 +767,7 @@ impl SortSetup {
         let Pass1::Held(held) = pass1 else { return Ok(pass1) };
         let mut edges = self.sorter::<EdgeBySource<K, W>>("edges-by-source", false);
         let mut ids = self.sorter::<K>("vertex-ids", true);
-        held.spill_into(&mut edges, &mut ids)?;
+        held.spill_into(&mut edges, &mut ids, self.plan.sorter_bytes / 4)?;
         Ok(Pass1::Sorting { edges, ids })
     }
 }

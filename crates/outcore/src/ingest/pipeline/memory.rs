@@ -25,7 +25,7 @@
 //! **Memory.** [`HeldEdges::peak_bytes`] estimates the peak of every later step from what has
 //! been read so far (held edges plus id structures, dense pairs plus csr-out, csr-out plus
 //! csr-in); the reading loop checks it after each batch against the plan's share for this
-//! path and, when it no longer fits, hands everything held to the external sorts as sorted runs
+//! path and, when it no longer fits, hands everything held to the external sorts
 //! ([`HeldEdges::spill_into`]) and goes on reading: the input is read once either way.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as AtomicOrdering};
@@ -140,24 +140,31 @@ impl<K: IdKey, W: EdgeWeight> HeldEdges<K, W> {
         self.endpoints() < u32::MAX as u64
     }
 
-    /// Gives everything held to the external sorts as sorted runs, chunk by chunk (each chunk
-    /// is freed as it is written), so that the switch adds at most one chunk's ids to memory.
+    /// Gives everything held to the external sorts, chunk by chunk (each chunk is freed once
+    /// consumed): the edges are pushed into the edge sort, whose buffer grows as the chunks
+    /// shrink, so its runs have their usual size; the endpoints become deduplicated runs of
+    /// the id sort, collected up to `ids_run_bytes` at a time (the only memory the switch adds).
     pub(super) fn spill_into(
         self,
         edges: &mut ExternalSorter<EdgeBySource<K, W>>,
         ids: &mut ExternalSorter<K>,
+        ids_run_bytes: u64,
     ) -> Result<()> {
+        let ids_per_run = (ids_run_bytes / size_of::<K>() as u64).max(2) as usize;
+        let mut endpoints: Vec<K> = Vec::new();
         for chunk in self.chunks {
-            let mut endpoints = Vec::with_capacity(2 * chunk.len());
-            for edge in &chunk {
+            for edge in chunk {
+                if endpoints.len() + 2 > ids_per_run {
+                    ids.spill_records(std::mem::take(&mut endpoints))?;
+                }
                 endpoints.push(edge.source.clone());
                 if edge.target != edge.source {
                     endpoints.push(edge.target.clone());
                 }
+                edges.push(edge)?;
             }
-            ids.spill_records(endpoints)?;
-            edges.spill_records(chunk)?;
         }
+        ids.spill_records(endpoints)?;
         ids.spill_records(self.vertices)
     }
 }
