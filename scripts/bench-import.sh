@@ -2,7 +2,8 @@
 # Import benchmark: old and new binaries alternated, cold page cache, 3 rounds, medians.
 #   scripts/bench-import.sh OLD_BIN NEW_BIN EDGEFILE [MEMORY]
 # Prints per run: wall, user, sys seconds, peak RSS, and the importer's own figures (input
-# bytes read, store bytes written, temp bytes, step seconds) from --stats-json; then medians.
+# bytes read, store bytes written, temp bytes, which path built the store, step seconds) from
+# --stats-json; then medians.
 set -euo pipefail
 old=$1 new=$2 input=$3 memory=${4:-2GiB}
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-import.XXXXXX")
@@ -25,7 +26,8 @@ d = json.load(open(stats))
 steps = " ".join(f"{name}={sec:.2f}" for name, sec in d["step_seconds"])
 print(f"{which} round {rnd}: wall {wall} s user {user} s sys {sys_s} s peak {int(rss_kb)//1024} MiB "
       f"read {d['input_bytes']>>20} MiB written {d['bytes_written']>>20} MiB "
-      f"temp w/r {d['temp_bytes_written']>>20}/{d['temp_bytes_read']>>20} MiB | {steps}")
+      f"temp w/r {d['temp_bytes_written']>>20}/{d['temp_bytes_read']>>20} MiB "
+      f"{'in-memory' if d.get('in_memory') else 'external'} | {steps}")
 PY
     done
 done

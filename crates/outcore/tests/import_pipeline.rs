@@ -292,6 +292,134 @@ proptest! {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The in-memory path writes the same store as the external path, byte for byte
+
+/// Every file of a store's generation (relative path, bytes), the manifest without its
+/// `created` record (which names the memory budget).
+fn store_files(store: &Store) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+                continue;
+            }
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            let mut bytes = std::fs::read(&path).unwrap();
+            if rel == "manifest.json" {
+                let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                manifest.as_object_mut().unwrap().remove("created");
+                bytes = serde_json::to_vec(&manifest).unwrap();
+            }
+            out.push((rel, bytes));
+        }
+    }
+    let mut files = Vec::new();
+    walk(store.dir(), store.dir(), &mut files);
+    files.sort();
+    files
+}
+
+/// Ids of three kinds: numeric in a narrow range (the in-memory path's rank bitmap), numeric
+/// and sparse (its sorted id map), and strings.
+fn id_of(value: u64, kind: u8) -> RawId {
+    match kind {
+        0 => RawId::U64(1_000_000 + value % 700),
+        1 => RawId::U64(value),
+        _ => RawId::Str(format!("v{}", value % 5000)),
+    }
+}
+
+fn path_records_strategy() -> impl Strategy<Value = (Vec<InputRecord>, u8)> {
+    (
+        proptest::collection::vec(any::<u64>(), 1..120),
+        proptest::collection::vec(
+            (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0u8..5, any::<bool>()),
+            1200..2500,
+        ),
+        proptest::collection::vec(any::<u64>(), 0..20),
+        0u8..3,
+    )
+        .prop_map(|(pool, edges, isolated, kind)| {
+            let mut records: Vec<InputRecord> = edges
+                .iter()
+                .map(|(s, t, w, has_weight)| InputRecord::Edge {
+                    src: id_of(pool[s.index(pool.len())], kind),
+                    dst: id_of(pool[t.index(pool.len())], kind),
+                    weight: has_weight.then_some(*w as f64 * 0.75 - 1.5),
+                })
+                .collect();
+            for (i, v) in isolated.iter().enumerate() {
+                records.insert((i * 41) % (records.len() + 1), InputRecord::Vertex(id_of(*v, kind)));
+            }
+            (records, kind)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn in_memory_and_external_paths_write_identical_stores(
+        (records, kind) in path_records_strategy(),
+        undirected in any::<bool>(),
+        weighted in any::<bool>(),
+        dedup in any::<bool>(),
+        drop_self_loops in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let with_budget = |bytes: u64| ImportOptions {
+            undirected: Some(undirected),
+            weighted: Some(weighted),
+            dedup,
+            drop_self_loops,
+            ids: if kind == 2 { IdType::String } else { IdType::U64 },
+            memory: MemoryBudget::new(bytes),
+            ..ImportOptions::default()
+        };
+        let (external, spilled) = import(records.clone(), &dir.path().join("external"), &with_budget(16 << 10)).unwrap();
+        let (held, in_memory) = import(records.clone(), &dir.path().join("held"), &with_budget(64 << 20)).unwrap();
+        // 1200+ edges of 16+ bytes are more than a 16 KiB budget holds: that import spilled.
+        prop_assert!(!spilled.in_memory && spilled.sort_runs > 0 && spilled.temp_bytes_written > 0, "{spilled:?}");
+        prop_assert!(in_memory.in_memory, "{in_memory:?}");
+        prop_assert_eq!((in_memory.sort_runs, in_memory.temp_bytes_written, in_memory.temp_bytes_read), (0, 0, 0));
+        let (a, b) = (store_files(&external), store_files(&held));
+        prop_assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>());
+        for ((name, external_bytes), (_, held_bytes)) in a.iter().zip(&b) {
+            prop_assert!(external_bytes == held_bytes, "{} differs", name);
+        }
+        prop_assert_eq!(
+            (spilled.vertices, spilled.edges, spilled.arcs, spilled.self_loops_dropped, spilled.duplicates_dropped),
+            (in_memory.vertices, in_memory.edges, in_memory.arcs, in_memory.self_loops_dropped, in_memory.duplicates_dropped)
+        );
+        // And both are the store the simple in-memory builder makes.
+        let rules = Rules { directed: !undirected, weighted, dedup, drop_self_loops };
+        let (graph, _, _) = expected_graph(&records, rules);
+        assert_same_store(&held, &build_in_memory(&dir.path().join("expected"), &graph).unwrap());
+        prop_assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+}
+
+/// The in-memory path falls back to the external sorts in the middle of the input, without
+/// reading it again, when the edges outgrow its share of the budget.
+#[test]
+fn the_in_memory_path_hands_its_edges_to_the_sorts_when_they_outgrow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 MiB: about 870 KiB for the in-memory path, whose peak is ~40 bytes per edge here.
+    let records = many_edges(60_000);
+    let (store, report) = import(records.clone(), &dir.path().join("fallback"), &options(1 << 20)).unwrap();
+    assert!(!report.in_memory && report.sort_runs > 0, "{report:?}");
+    let (held, held_report) = import(records, &dir.path().join("held"), &options(256 << 20)).unwrap();
+    assert!(held_report.in_memory);
+    assert_eq!(store_files(&store), store_files(&held));
+    let steps: Vec<&str> = held_report.step_seconds.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        steps,
+        ["read input", "assign dense ids", "map ids", "sort csr-out", "write csr-out, sort csr-in", "write csr-in"]
+    );
+}
+
 #[test]
 fn hand_made_graph_with_everything_at_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -275,6 +275,28 @@ impl<T: SortRecord> ExternalSorter<T> {
         self.spill()
     }
 
+    /// Sorts `records` (deduplicated when asked) and writes them as one run, without copying
+    /// them into the buffer: how records held in memory elsewhere join the sort when they
+    /// outgrow their memory (the importer's in-memory path falling back to sorting). The
+    /// records are freed when this returns.
+    pub fn spill_records(&mut self, records: Vec<T>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if !self.buffer.is_empty() {
+            self.spill()?;
+        }
+        self.stats.records_pushed += records.len() as u64;
+        let own = std::mem::replace(&mut self.buffer, records);
+        self.buffer_heap_bytes = self.buffer.iter().map(|r| r.heap_bytes() as u64).sum();
+        self.sorted_prefix = 0;
+        let spilled = self.spill();
+        self.buffer = own;
+        self.buffer_heap_bytes = 0;
+        self.sorted_prefix = 0;
+        spilled
+    }
+
     /// Sorts the buffer and writes it as a new run file.
     fn spill(&mut self) -> Result<()> {
         self.cancel.check()?;

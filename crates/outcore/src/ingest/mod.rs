@@ -7,8 +7,10 @@
 //!   gzip/zstd) into
 //!   [`InputRecord`]s, naming file and line in every error.
 //! * [`extsort`] is a generic external merge sort whose runs are sized from the memory budget.
-//! * [`pipeline`] maps original ids to dense ids by sort-merge joins (never a hash map of all
-//!   ids), sorts arcs for `csr-out` and `csr-in`, and writes the store through
+//! * [`pipeline`] builds the store in memory (rank map, counting sorts, no temporary file)
+//!   while that fits the budget, else maps original ids to dense ids by sort-merge joins
+//!   (never a hash map of all ids) and sorts arcs externally for `csr-out` and `csr-in`; the
+//!   input is read once either way, and the store goes through
 //!   [`StoreBuilder`](crate::store::StoreBuilder), which commits it atomically.
 
 pub mod extsort;

@@ -1,7 +1,17 @@
 //! The import pipeline: from parsed records to a complete store, in bounded memory.
 //!
-//! Neither the edges nor the vertex ids of a large input fit in memory, so every step is a
-//! sequential pass over sorted streams produced by [`extsort`](super::extsort):
+//! **Two paths, one read.** Pass 1 reads the input once into memory while the whole in-memory
+//! build ([`memory`]: rank map of the ids, counting sorts into csr-out and csr-in, zero
+//! temporary bytes) still fits the budget's share for it, checked after every batch. When
+//! the edges outgrow it (or an input never ends), what is held moves into the
+//! external sorts below and the rest of the input goes there: the input (possibly stdin or gz)
+//! is never read twice. Both paths write the same store byte for byte (tests in
+//! `tests/import_pipeline.rs`); `ImportReport::in_memory` says which one ran, and the step
+//! names in `step_seconds` differ ("map ids", "sort csr-out", ... on the in-memory path).
+//!
+//! **The external path.** Neither the edges nor the vertex ids of a large input fit in
+//! memory, so every step is a sequential pass over sorted streams produced by
+//! [`extsort`](super::extsort):
 //!
 //! ```text
 //! records ──pass 1──> edges (original ids) sorted by source ─┐
@@ -23,7 +33,8 @@
 //! pass over each, in memory independent of |V| and |E|.
 //!
 //! **Memory.** The budget is split by [`MemoryPlan`]: a reserve for everything that is not a
-//! sort buffer (input batches, parser, file buffers, allocator slack), and the rest for sorts.
+//! sort buffer (input batches, parser, file buffers, allocator slack), and the rest for sorts
+//! (or, on the in-memory path, for its peak as estimated by `HeldEdges::peak_bytes`).
 //! At any moment at most two sort-sized things are alive: the stream being consumed (an
 //! in-memory sorted buffer, or a merge's read buffers) and the sorter being filled; each gets
 //! half. Pass 1 fills two sorters (edges and ids), again half each.
@@ -33,11 +44,15 @@
 //! Any error or cancellation drops the builder, which deletes that directory: no half-written
 //! store, and an older store at the same path stays untouched.
 
+mod memory;
+
 use std::cmp::Ordering;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde_json::json;
 
 use super::extsort::{
@@ -75,6 +90,9 @@ pub struct ImportReport {
     /// Sort runs spilled to disk over all sorts (0: everything fit in memory).
     pub sort_runs: u64,
     pub memory_budget_bytes: u64,
+    /// Whether the in-memory path built the store (no temporary file at all); `false` when
+    /// the edges outgrew its share of the budget and the external sorts took over.
+    pub in_memory: bool,
     /// Wall-clock seconds of each step, in order (sorts finish inside the step that reads them).
     pub step_seconds: Vec<(String, f64)>,
 }
@@ -178,6 +196,10 @@ struct MemoryPlan {
     read_buffer_bytes: usize,
     /// Records per input batch.
     batch_records: usize,
+    /// What the in-memory path may use at its peak (see [`memory`]).
+    resident_bytes: u64,
+    /// Bytes of one chunk of edges held by the in-memory path.
+    held_chunk_bytes: u64,
 }
 
 impl MemoryPlan {
@@ -196,6 +218,9 @@ impl MemoryPlan {
             merge_bytes: half.max(1024),
             read_buffer_bytes: ((reserve / 16) as usize).clamp(MIN_IO_BUFFER, MAX_IO_BUFFER),
             batch_records,
+            resident_bytes: sortable,
+            // Small against the share (one chunk per thread is in flight while mapping).
+            held_chunk_bytes: (sortable / 256).clamp(4 << 10, 16 << 20),
         }
     }
 }
@@ -207,11 +232,22 @@ impl MemoryPlan {
 /// A weight as carried through the sorts: nothing at all for unweighted graphs.
 trait EdgeWeight: Copy + Send + Sync + 'static {
     const ENCODED_BYTES: usize;
+    /// Bytes per arc in the in-memory path's CSR arrays.
+    const CELL_BYTES: u64;
+    /// A weight slot written by the in-memory path's parallel scatter.
+    type Cell: Send + Sync;
     fn from_input(weight: Option<f64>) -> Self;
     fn value(self) -> f64;
     fn encode(self, out: &mut Vec<u8>);
     /// Decodes from exactly `ENCODED_BYTES` bytes.
     fn decode(bytes: &[u8]) -> Self;
+    fn cells(count: usize) -> Vec<Self::Cell>;
+    fn store(cell: &Self::Cell, weight: Self);
+    fn from_cells(cells: Vec<Self::Cell>) -> Vec<Self>;
+    /// The weights as stored (`None` for unweighted graphs).
+    fn as_f64s(weights: &[Self]) -> Option<&[f64]>;
+    /// Sorts one adjacency list by (target, weight bits), the order of [`DenseArc`].
+    fn sort_list(targets: &mut [u32], weights: &mut [Self], scratch: &mut Vec<(u32, u64)>);
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +255,8 @@ struct Unweighted;
 
 impl EdgeWeight for Unweighted {
     const ENCODED_BYTES: usize = 0;
+    const CELL_BYTES: u64 = 0;
+    type Cell = ();
     fn from_input(_: Option<f64>) -> Self {
         Unweighted
     }
@@ -229,10 +267,25 @@ impl EdgeWeight for Unweighted {
     fn decode(_: &[u8]) -> Self {
         Unweighted
     }
+    fn cells(count: usize) -> Vec<()> {
+        vec![(); count]
+    }
+    fn store(_: &(), _: Self) {}
+    fn from_cells(cells: Vec<()>) -> Vec<Self> {
+        vec![Unweighted; cells.len()]
+    }
+    fn as_f64s(_: &[Self]) -> Option<&[f64]> {
+        None
+    }
+    fn sort_list(targets: &mut [u32], _: &mut [Self], _: &mut Vec<(u32, u64)>) {
+        targets.sort_unstable();
+    }
 }
 
 impl EdgeWeight for f64 {
     const ENCODED_BYTES: usize = 8;
+    const CELL_BYTES: u64 = 8;
+    type Cell = AtomicU64;
     fn from_input(weight: Option<f64>) -> Self {
         weight.unwrap_or(1.0)
     }
@@ -244,6 +297,26 @@ impl EdgeWeight for f64 {
     }
     fn decode(bytes: &[u8]) -> Self {
         f64::from_bits(le_u64(bytes, 0))
+    }
+    fn cells(count: usize) -> Vec<AtomicU64> {
+        (0..count).into_par_iter().map(|_| AtomicU64::new(0)).collect()
+    }
+    fn store(cell: &AtomicU64, weight: Self) {
+        cell.store(weight.to_bits(), AtomicOrdering::Relaxed);
+    }
+    fn from_cells(cells: Vec<AtomicU64>) -> Vec<Self> {
+        cells.into_iter().map(|cell| f64::from_bits(cell.into_inner())).collect()
+    }
+    fn as_f64s(weights: &[Self]) -> Option<&[f64]> {
+        Some(weights)
+    }
+    fn sort_list(targets: &mut [u32], weights: &mut [Self], scratch: &mut Vec<(u32, u64)>) {
+        scratch.clear();
+        scratch.extend(targets.iter().zip(weights.iter()).map(|(&t, w)| (t, w.to_bits())));
+        scratch.sort_unstable();
+        for ((target, weight), &(t, bits)) in targets.iter_mut().zip(weights.iter_mut()).zip(scratch.iter()) {
+            (*target, *weight) = (t, f64::from_bits(bits));
+        }
     }
 }
 
@@ -365,8 +438,16 @@ impl<W: EdgeWeight> SortRecord for DenseArc<W> {
 /// and read back sequentially for the joins.
 trait IdKey: SortRecord + Ord + Clone + Default + Sync + 'static {
     const ID_TYPE: IdType;
+    /// Bytes per endpoint of the in-memory path's sort of all ids (a copy or a reference).
+    const SORT_BYTES: u64;
     type Reader: SortedIdReader<Self>;
     fn from_raw(raw: RawId) -> Result<Self>;
+    /// The numeric value of a u64 id (`None` for strings).
+    fn as_u64(&self) -> Option<u64>;
+    /// The distinct ids of the edges and `extra`, sorted (the in-memory path's id map).
+    fn sorted_distinct<W: EdgeWeight>(chunks: &[Vec<EdgeBySource<Self, W>>], extra: &[Self]) -> Vec<Self>;
+    /// Writes sorted distinct ids as the store's forward id map.
+    fn write_sorted_ids(builder: &mut StoreBuilder, ids: &[Self]) -> Result<()>;
     /// Writes the sorted distinct ids as the store's forward id map; returns |V|.
     fn write_id_files(builder: &mut StoreBuilder, ids: &mut SortedStream<Self>, bar: &dyn ProgressBar) -> Result<u64>;
     fn open_id_files(work_dir: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self::Reader>;
@@ -383,7 +464,29 @@ const PROGRESS_STEP: u64 = 1 << 16;
 
 impl IdKey for u64 {
     const ID_TYPE: IdType = IdType::U64;
+    const SORT_BYTES: u64 = 8;
     type Reader = RecordReader<u64>;
+
+    #[inline]
+    fn as_u64(&self) -> Option<u64> {
+        Some(*self)
+    }
+
+    fn sorted_distinct<W: EdgeWeight>(chunks: &[Vec<EdgeBySource<u64, W>>], extra: &[u64]) -> Vec<u64> {
+        let mut all: Vec<u64> = chunks
+            .par_iter()
+            .flat_map_iter(|chunk| chunk.iter().flat_map(|e| [e.source, e.target]))
+            .chain(extra.par_iter().copied())
+            .collect();
+        all.par_sort_unstable();
+        all.dedup();
+        all.shrink_to_fit();
+        all
+    }
+
+    fn write_sorted_ids(builder: &mut StoreBuilder, ids: &[u64]) -> Result<()> {
+        memory::write_u64_ids(builder, ids.iter().copied())
+    }
 
     fn from_raw(raw: RawId) -> Result<u64> {
         match raw {
@@ -433,7 +536,27 @@ impl SortedIdReader<u64> for RecordReader<u64> {
 
 impl IdKey for String {
     const ID_TYPE: IdType = IdType::String;
+    const SORT_BYTES: u64 = 16;
     type Reader = StringIdReader;
+
+    fn as_u64(&self) -> Option<u64> {
+        None
+    }
+
+    fn sorted_distinct<W: EdgeWeight>(chunks: &[Vec<EdgeBySource<String, W>>], extra: &[String]) -> Vec<String> {
+        let mut all: Vec<&str> = chunks
+            .par_iter()
+            .flat_map_iter(|chunk| chunk.iter().flat_map(|e| [e.source.as_str(), e.target.as_str()]))
+            .chain(extra.par_iter().map(String::as_str))
+            .collect();
+        all.par_sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        all.dedup();
+        all.into_iter().map(str::to_string).collect()
+    }
+
+    fn write_sorted_ids(builder: &mut StoreBuilder, ids: &[String]) -> Result<()> {
+        builder.write_string_ids(ids.iter()).map(|_| ())
+    }
 
     fn from_raw(raw: RawId) -> Result<String> {
         Ok(match raw {
@@ -560,6 +683,107 @@ struct Import<'a> {
     report: ImportReport,
 }
 
+/// Where pass 1 put the records.
+// One value per import, switched at most once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Pass1<K: IdKey, W: EdgeWeight> {
+    /// In memory, for [`memory`]'s build.
+    Held(memory::HeldEdges<K, W>),
+    /// In the external sorts.
+    Sorting { edges: ExternalSorter<EdgeBySource<K, W>>, ids: ExternalSorter<K> },
+}
+
+impl<K: IdKey, W: EdgeWeight> Pass1<K, W> {
+    #[inline]
+    fn edge(&mut self, edge: EdgeBySource<K, W>) -> Result<()> {
+        match self {
+            Pass1::Held(held) => held.push_edge(edge),
+            Pass1::Sorting { edges, ids } => {
+                ids.push(edge.source.clone())?;
+                if edge.target != edge.source {
+                    ids.push(edge.target.clone())?;
+                }
+                edges.push(edge)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn vertex(&mut self, id: K) -> Result<()> {
+        match self {
+            Pass1::Held(held) => held.push_vertex(id),
+            Pass1::Sorting { ids, .. } => ids.push(id)?,
+        }
+        Ok(())
+    }
+}
+
+/// A batch of records read ahead, with the input bytes consumed once it was read.
+struct InputBatch {
+    records: Vec<InputRecord>,
+    bytes_consumed: u64,
+}
+
+/// The reading thread: batches from `source` into `full` until the input ends, an error (sent
+/// on) or the receiver hangs up (the import failed or was cancelled). Batch vectors come back
+/// through `empties` to be reused.
+fn read_ahead(
+    source: &mut dyn RecordSource,
+    batch_records: usize,
+    full: crossbeam_channel::Sender<Result<InputBatch>>,
+    empties: crossbeam_channel::Receiver<Vec<InputRecord>>,
+) {
+    loop {
+        let mut records = empties.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch_records));
+        records.clear();
+        let (message, more) = match source.read_batch(&mut records, batch_records) {
+            Ok(more) => (Ok(InputBatch { records, bytes_consumed: source.bytes_consumed() }), more),
+            Err(e) => (Err(e), false),
+        };
+        if full.send(message).is_err() || !more {
+            return;
+        }
+    }
+}
+
+/// What creating external sorters needs, apart from the rest of the import.
+struct SortSetup {
+    scratch: PathBuf,
+    plan: MemoryPlan,
+    counters: IoCounters,
+    cancel: CancelToken,
+}
+
+impl SortSetup {
+    fn sorter<T: SortRecord>(&self, label: &str, dedup: bool) -> ExternalSorter<T> {
+        let config =
+            SortConfig::new(&self.scratch, label, self.plan.sorter_bytes, self.plan.merge_bytes).with_dedup(dedup);
+        ExternalSorter::new(config, self.counters.clone(), self.cancel.clone())
+    }
+
+    /// The held edges outgrew the in-memory path's share: they become sorted runs of the
+    /// external sorts, which take the rest of the input.
+    fn start_sorting<K: IdKey, W: EdgeWeight>(&self, pass1: Pass1<K, W>) -> Result<Pass1<K, W>> {
+        let Pass1::Held(held) = pass1 else { return Ok(pass1) };
+        let mut edges = self.sorter::<EdgeBySource<K, W>>("edges-by-source", false);
+        let mut ids = self.sorter::<K>("vertex-ids", true);
+        held.spill_into(&mut edges, &mut ids, self.plan.sorter_bytes / 4)?;
+        Ok(Pass1::Sorting { edges, ids })
+    }
+}
+
+/// Times the steps of an import for its report.
+struct StepClock {
+    started: Instant,
+}
+
+impl StepClock {
+    fn lap(&mut self, report: &mut ImportReport, step: &str) {
+        report.step_seconds.push((step.to_string(), self.started.elapsed().as_secs_f64()));
+        self.started = Instant::now();
+    }
+}
+
 /// What writing csr-out found.
 #[derive(Debug, Default)]
 struct ArcTally {
@@ -577,30 +801,16 @@ impl<'a> Import<'a> {
     }
 
     fn run<K: IdKey, W: EdgeWeight>(mut self) -> Result<(Store, ImportReport)> {
-        let mut clock = Instant::now();
-        let mut lap = |report: &mut ImportReport, step: &str| {
-            report.step_seconds.push((step.to_string(), clock.elapsed().as_secs_f64()));
-            clock = Instant::now();
-        };
-        let (edges_by_source, ids) = self.read_input::<K, W>()?;
-        lap(&mut self.report, "read input");
-        let vertices = self.assign_dense_ids(ids)?;
-        lap(&mut self.report, "assign dense ids");
-        let edges_by_target = self.map_sources(edges_by_source)?;
-        lap(&mut self.report, "map sources");
-        let arcs = self.map_targets(edges_by_target)?;
-        lap(&mut self.report, "map targets");
-        let (stored_arcs, tally, reversed) = self.write_csr_out(vertices, arcs)?;
-        lap(&mut self.report, "write csr-out");
-        if let Some(reversed) = reversed {
-            let stored_in = self.write_csr_in(vertices, reversed)?;
-            lap(&mut self.report, "write csr-in");
-            if stored_in != stored_arcs {
-                return Err(Error::invalid(format!(
-                    "internal error in the import pipeline: csr-in has {stored_in} arcs, csr-out {stored_arcs}"
-                )));
+        let mut clock = StepClock { started: Instant::now() };
+        let pass1 = self.read_input::<K, W>()?;
+        clock.lap(&mut self.report, "read input");
+        let (vertices, stored_arcs, tally) = match pass1 {
+            Pass1::Held(held) => {
+                self.report.in_memory = true;
+                self.build_from_memory(held, &mut clock)?
             }
-        }
+            Pass1::Sorting { edges, ids } => self.build_by_sorting(edges, ids, &mut clock)?,
+        };
         self.cancel.check()?;
 
         let weights = self.shape.weighted.then_some(WeightType::F64);
@@ -618,6 +828,34 @@ impl<'a> Import<'a> {
         self.report.temp_bytes_read = temp.bytes_read;
         self.report.bytes_written = store.counters().snapshot().bytes_written;
         Ok((store, self.report))
+    }
+
+    /// The external path: sort-merge joins and external sorts (see the module doc).
+    fn build_by_sorting<K: IdKey, W: EdgeWeight>(
+        &mut self,
+        edges_by_source: ExternalSorter<EdgeBySource<K, W>>,
+        ids: ExternalSorter<K>,
+        clock: &mut StepClock,
+    ) -> Result<(u64, u64, ArcTally)> {
+        self.report.sort_runs += edges_by_source.runs_spilled();
+        let vertices = self.assign_dense_ids(ids)?;
+        clock.lap(&mut self.report, "assign dense ids");
+        let edges_by_target = self.map_sources(edges_by_source)?;
+        clock.lap(&mut self.report, "map sources");
+        let arcs = self.map_targets(edges_by_target)?;
+        clock.lap(&mut self.report, "map targets");
+        let (stored_arcs, tally, reversed) = self.write_csr_out(vertices, arcs)?;
+        clock.lap(&mut self.report, "write csr-out");
+        if let Some(reversed) = reversed {
+            let stored_in = self.write_csr_in(vertices, reversed)?;
+            clock.lap(&mut self.report, "write csr-in");
+            if stored_in != stored_arcs {
+                return Err(Error::invalid(format!(
+                    "internal error in the import pipeline: csr-in has {stored_in} arcs, csr-out {stored_arcs}"
+                )));
+            }
+        }
+        Ok((vertices, stored_arcs, tally))
     }
 
     fn creation_record(&self) -> serde_json::Map<String, serde_json::Value> {
@@ -651,56 +889,65 @@ impl<'a> Import<'a> {
         created
     }
 
-    /// Pass 1: reads every record once, spilling edges (sorted by source) and every vertex id.
-    #[allow(clippy::type_complexity)]
-    fn read_input<K: IdKey, W: EdgeWeight>(
-        &mut self,
-    ) -> Result<(ExternalSorter<EdgeBySource<K, W>>, ExternalSorter<K>)> {
-        let mut edges = self.sorter::<EdgeBySource<K, W>>("edges-by-source", false);
-        let mut ids = self.sorter::<K>("vertex-ids", true);
+    /// Pass 1: reads every record once, into memory while the in-memory build fits the
+    /// budget, else into the external sorts (edges by source, every vertex id).
+    ///
+    /// The source is read on a thread of its own, a few batches ahead: parsing (itself
+    /// parallel) overlaps the conversion of the previous batch here.
+    fn read_input<K: IdKey, W: EdgeWeight>(&mut self) -> Result<Pass1<K, W>> {
+        let chunk_edges = (self.plan.held_chunk_bytes / size_of::<EdgeBySource<K, W>>() as u64) as usize;
         let total = (self.info.total_bytes > 0).then_some(self.info.total_bytes);
         let bar = self.progress.start("reading input", total, ProgressUnit::Bytes);
         let started = Instant::now();
-        let mut batch: Vec<InputRecord> = Vec::with_capacity(self.plan.batch_records);
+        let setup = SortSetup {
+            scratch: self.scratch.clone(),
+            plan: self.plan,
+            counters: self.temp_counters.clone(),
+            cancel: self.cancel.clone(),
+        };
+        let (shape, plan, cancel) = (self.shape, self.plan, self.cancel);
+        let source: &mut dyn RecordSource = &mut *self.source;
         let (mut records, mut edges_read, mut self_loops_dropped) = (0u64, 0u64, 0u64);
-        loop {
-            self.cancel.check()?;
-            batch.clear();
-            let more = self.source.read_batch(&mut batch, self.plan.batch_records)?;
-            for record in batch.drain(..) {
-                records += 1;
-                match record {
-                    InputRecord::Edge { src, dst, weight } => {
-                        let (source, target) = (K::from_raw(src)?, K::from_raw(dst)?);
-                        if source == target {
-                            if self.shape.drop_self_loops {
+        let pass1 = std::thread::scope(|scope| -> Result<Pass1<K, W>> {
+            let mut pass1 = Pass1::Held(memory::HeldEdges::new(chunk_edges, shape.directed));
+            let (full, batches) = crossbeam_channel::bounded::<Result<InputBatch>>(2);
+            let (recycle, empties) = crossbeam_channel::bounded::<Vec<InputRecord>>(4);
+            scope.spawn(move || read_ahead(source, plan.batch_records, full, empties));
+            for batch in batches.iter() {
+                cancel.check()?;
+                let mut batch = batch?;
+                for record in batch.records.drain(..) {
+                    records += 1;
+                    match record {
+                        InputRecord::Edge { src, dst, weight } => {
+                            let (source, target) = (K::from_raw(src)?, K::from_raw(dst)?);
+                            if source == target && shape.drop_self_loops {
                                 // The vertex stays (isolated if it has no other edge).
                                 self_loops_dropped += 1;
-                                ids.push(source)?;
+                                pass1.vertex(source)?;
                                 continue;
                             }
-                            ids.push(source.clone())?;
-                        } else {
-                            ids.push(source.clone())?;
-                            ids.push(target.clone())?;
+                            pass1.edge(EdgeBySource { source, target, weight: W::from_input(weight) })?;
+                            edges_read += 1;
                         }
-                        edges.push(EdgeBySource { source, target, weight: W::from_input(weight) })?;
-                        edges_read += 1;
+                        InputRecord::Vertex(id) => pass1.vertex(K::from_raw(id)?)?,
                     }
-                    InputRecord::Vertex(id) => ids.push(K::from_raw(id)?)?,
                 }
+                let _ = recycle.try_send(batch.records);
+                if let Pass1::Held(held) = &pass1 {
+                    if held.peak_bytes() > plan.resident_bytes || !held.dense_ids_fit_u32() {
+                        pass1 = setup.start_sorting(pass1)?;
+                    }
+                }
+                bar.set_position(batch.bytes_consumed);
+                let seconds = started.elapsed().as_secs_f64().max(1e-9);
+                bar.set_message(&format!("{edges_read} edges, {:.0} edges/s", edges_read as f64 / seconds));
             }
-            bar.set_position(self.source.bytes_consumed());
-            let seconds = started.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(&format!("{edges_read} edges, {:.0} edges/s", edges_read as f64 / seconds));
-            if !more {
-                break;
-            }
-        }
+            Ok(pass1)
+        })?;
         bar.finish();
         self.report.input_records = records;
         self.report.self_loops_dropped = self_loops_dropped;
-        self.report.sort_runs += edges.runs_spilled();
         if records == 0 {
             let file = match self.info.files.as_slice() {
                 [one] => one.clone(),
@@ -709,7 +956,7 @@ impl<'a> Import<'a> {
             };
             return Err(Error::input(file, None, "input is empty: it holds no edges and no vertices"));
         }
-        Ok((edges, ids))
+        Ok(pass1)
     }
 
     /// Sorts and deduplicates all vertex ids and writes them as the id map: the dense id of a

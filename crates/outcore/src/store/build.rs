@@ -205,6 +205,59 @@ impl StoreBuilder {
             offsets.write_u64(arcs)?;
             next_vertex += 1;
         }
+        self.add_layout(name, width, offsets, targets, weights)?;
+        Ok(arcs)
+    }
+
+    /// Writes a CSR layout from arrays already in memory: `offsets` (|V| + 1 entries, the
+    /// last one `targets.len()`), every list's targets in order (each list sorted by target,
+    /// as [`write_csr`](Self::write_csr) requires) and, for weighted layouts, their weights.
+    /// The files are byte for byte those `write_csr` writes for the same arcs; they are
+    /// encoded in large chunks instead of value by value. Returns the number of arcs.
+    pub fn write_csr_arrays(
+        &mut self,
+        name: &str,
+        offsets: &[u64],
+        targets: &[u32],
+        weights: Option<&[f64]>,
+    ) -> Result<u64> {
+        let vertices = offsets.len().saturating_sub(1) as u64;
+        let arcs = targets.len() as u64;
+        if offsets.first() != Some(&0)
+            || offsets.last() != Some(&arcs)
+            || weights.is_some_and(|w| w.len() != targets.len())
+        {
+            return Err(Error::invalid(format!(
+                "{name}: offsets, targets and weights given to the CSR writer disagree"
+            )));
+        }
+        let width = target_bytes_for(vertices);
+        let mut offsets_file = self.create_file(&format!("{name}/offsets"))?;
+        let mut targets_file = self.create_file(&format!("{name}/targets"))?;
+        let mut weights_file =
+            if weights.is_some() { Some(self.create_file(&format!("{name}/weights"))?) } else { None };
+        write_le_chunks(&mut offsets_file, offsets, 8, |v, out| out.extend_from_slice(&v.to_le_bytes()))?;
+        if width == 4 {
+            write_le_chunks(&mut targets_file, targets, 4, |t, out| out.extend_from_slice(&t.to_le_bytes()))?;
+        } else {
+            write_le_chunks(&mut targets_file, targets, 8, |t, out| out.extend_from_slice(&(*t as u64).to_le_bytes()))?;
+        }
+        if let (Some(file), Some(weights)) = (weights_file.as_mut(), weights) {
+            write_le_chunks(file, weights, 8, |w, out| out.extend_from_slice(&w.to_le_bytes()))?;
+        }
+        self.add_layout(name, width, offsets_file, targets_file, weights_file)?;
+        Ok(arcs)
+    }
+
+    /// Finishes the files of a CSR layout and registers them and the layout.
+    fn add_layout(
+        &mut self,
+        name: &str,
+        width: u64,
+        offsets: StoreFileWriter,
+        targets: StoreFileWriter,
+        weights: Option<StoreFileWriter>,
+    ) -> Result<()> {
         let mut layout = LayoutEntry::default();
         let mut add = |this: &mut Self, rel: String, entry: FileEntry| {
             layout.files.push(rel.clone());
@@ -218,7 +271,7 @@ impl StoreBuilder {
         }
         layout.params.insert("target_bytes".into(), width.into());
         self.layouts.push((name.to_string(), layout));
-        Ok(arcs)
+        Ok(())
     }
 
     /// Writes the manifest (last), moves the store into place (replacing an existing one only
@@ -258,6 +311,25 @@ impl StoreBuilder {
         }
         std::fs::remove_dir_all(&old).context(|| format!("removing the replaced store {}", old.display()))
     }
+}
+
+/// Writes `values` little-endian through a 1 MiB buffer (`bytes` each).
+fn write_le_chunks<T>(
+    file: &mut StoreFileWriter,
+    values: &[T],
+    bytes: usize,
+    encode: impl Fn(&T, &mut Vec<u8>),
+) -> Result<()> {
+    const CHUNK_BYTES: usize = 1 << 20;
+    let mut buffer = Vec::with_capacity(CHUNK_BYTES);
+    for chunk in values.chunks(CHUNK_BYTES / bytes) {
+        buffer.clear();
+        for value in chunk {
+            encode(value, &mut buffer);
+        }
+        file.write_all(&buffer)?;
+    }
+    Ok(())
 }
 
 /// Checks that an import may write to `dir`: missing, a store (with or without generations), or

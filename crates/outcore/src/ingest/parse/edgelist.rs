@@ -59,8 +59,9 @@ pub(super) struct EdgeListParser {
     ids: IdType,
     /// 0-based field of the weight, when weights are read.
     weight_field: Option<usize>,
-    /// Records parsed from the last block and not yet handed out.
-    pending: VecDeque<InputRecord>,
+    /// Records parsed from the last block and not yet handed out, one vector per chunk (the
+    /// first possibly handed out in part).
+    pending: VecDeque<Vec<InputRecord>>,
     /// Size of a block: four bytes per record of the largest batch asked for.
     block_bytes: usize,
     /// The reader is at its end (no more blocks).
@@ -100,7 +101,9 @@ impl EdgeListParser {
             for (index, message, text) in &chunk.errors {
                 bad_lines.handle(line_error(&self.path, line_number + index, message, text))?;
             }
-            self.pending.extend(chunk.records);
+            if !chunk.records.is_empty() {
+                self.pending.push_back(chunk.records);
+            }
             line_number += chunk.lines;
         }
         self.lines.lines_consumed(line_number - first_line);
@@ -231,19 +234,31 @@ fn fast_numeric_pair(line: &[u8]) -> Option<(u64, u64, usize)> {
 }
 
 impl FileParser for EdgeListParser {
+    /// A batch may hold fewer than `max` records: an empty batch gets one parsed chunk whole.
     fn read_batch(&mut self, out: &mut Vec<InputRecord>, max: usize, bad_lines: &mut BadLines) -> Result<bool> {
         self.block_bytes = self.block_bytes.max(max.saturating_mul(MIN_EDGE_LINE_BYTES));
         let limit = out.len() + max;
         while out.len() < limit {
-            if self.pending.is_empty() {
+            let Some(front) = self.pending.front_mut() else {
                 if self.exhausted || !self.parse_block(bad_lines)? {
                     self.exhausted = true;
                     return Ok(false);
                 }
                 continue;
+            };
+            let room = limit - out.len();
+            if out.is_empty() && front.len() <= room {
+                // A whole chunk for an empty batch: hand over the vector, not its records
+                // (this copy was a large part of reading a big edge list).
+                std::mem::swap(out, front);
+                self.pending.pop_front();
+                return Ok(true);
             }
-            let take = self.pending.len().min(limit - out.len());
-            out.extend(self.pending.drain(..take));
+            let take = front.len().min(room);
+            out.extend(front.drain(..take));
+            if front.is_empty() {
+                self.pending.pop_front();
+            }
         }
         Ok(true)
     }

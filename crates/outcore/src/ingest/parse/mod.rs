@@ -344,6 +344,10 @@ impl RecordSource for InputChain {
             self.records += added as u64;
             if !more {
                 self.current = None;
+            } else if added > 0 && added < max - (appended - added) {
+                // The parser handed over a short batch (a whole parsed chunk, see
+                // `EdgeListParser`): pass it on rather than copy more records after it.
+                return Ok(true);
             }
         }
         Ok(true)
