@@ -278,11 +278,7 @@ fn deliver<P: VertexProgram, const TRACK: bool>(
 }
 
 /// Push: every active vertex scatters along `lists`; returns the arcs scanned. `TRACK`: see
-/// [`deliver`]; a tracking push of a program that [supports pull](VertexProgram::supports_pull)
-/// also skips the targets that do not [want messages](VertexProgram::pull_wants) — by the
-/// program's promise they would neither change nor become active (BFS: reached vertices), so
-/// only the targets that matter are listed, flagged and applied. A tracking push asks ahead for
-/// the lists of the frontier and the values of the targets ([`prefetch`]).
+/// [`deliver`] and [`scatter_frontier`].
 fn push<P: VertexProgram, const TRACK: bool>(
     program: &P,
     adj: &Adjacency,
@@ -293,6 +289,27 @@ fn push<P: VertexProgram, const TRACK: bool>(
 ) -> u64 {
     let Inbox { acc, received, touched } = inbox;
     let (acc, received) = (acc.as_mut_slice(), received.as_mut_slice());
+    scatter_frontier::<P, TRACK>(program, adj, lists, values, frontier, |target, msg| {
+        deliver::<P, TRACK>(program, acc, received, touched, target, msg)
+    })
+}
+
+/// Hands `emit` the message of every arc of `frontier`'s vertices along `lists`, in frontier
+/// order; returns the arcs scanned. `TRACK` (a sparse push): asks ahead for the lists of the
+/// frontier and, for a program that [supports pull](VertexProgram::supports_pull), for the
+/// values of the targets, and skips the targets that do not
+/// [want messages](VertexProgram::pull_wants) — by the program's promise they would neither
+/// change nor become active (BFS: reached vertices), so only the targets that matter are
+/// listed, flagged and applied ([`prefetch`]).
+#[inline(always)]
+fn scatter_frontier<P: VertexProgram, const TRACK: bool>(
+    program: &P,
+    adj: &Adjacency,
+    lists: [Option<&InMemoryCsr>; 2],
+    values: &[P::Value],
+    frontier: &[VertexId],
+    mut emit: impl FnMut(VertexId, P::Msg),
+) -> u64 {
     let skip_settled = TRACK && program.supports_pull();
     let ahead = PREFETCH_AHEAD as usize;
     let mut edges = 0;
@@ -315,7 +332,7 @@ fn push<P: VertexProgram, const TRACK: bool>(
                     }
                 }
                 if let Some(msg) = program.scatter(value, EdgeRef { source: v, target, weight, source_out_degree }) {
-                    deliver::<P, TRACK>(program, acc, received, touched, target, msg);
+                    emit(target, msg);
                 }
             }
         }
@@ -342,29 +359,10 @@ fn push_wanted<P: VertexProgram>(
     let gathered: Vec<(u64, Vec<(VertexId, P::Msg)>)> = frontier
         .par_chunks(PUSH_CHUNK)
         .map(|chunk| {
-            let (mut edges, mut wanted) = (0, Vec::new());
-            for (k, &v) in chunk.iter().enumerate() {
-                let (value, source_out_degree) = (&values[v as usize], adj.out.degree(v));
-                for csr in lists.into_iter().flatten() {
-                    if let Some(&next) = chunk.get(k + PREFETCH_AHEAD as usize) {
-                        prefetch_list(csr, next);
-                    }
-                    edges += csr.degree(v);
-                    let targets = csr.neighbors(v);
-                    for (j, (&target, &weight)) in targets.iter().zip(adj.weights(csr, v)).enumerate() {
-                        if let Some(&next) = targets.get(j + PREFETCH_AHEAD as usize) {
-                            prefetch(&values[next as usize]);
-                        }
-                        if !program.pull_wants(&values[target as usize]) {
-                            continue;
-                        }
-                        let edge = EdgeRef { source: v, target, weight, source_out_degree };
-                        if let Some(msg) = program.scatter(value, edge) {
-                            wanted.push((target, msg));
-                        }
-                    }
-                }
-            }
+            let mut wanted = Vec::new();
+            let edges = scatter_frontier::<P, true>(program, adj, lists, values, chunk, |target, msg| {
+                wanted.push((target, msg))
+            });
             (edges, wanted)
         })
         .collect();
