@@ -393,6 +393,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                         &files,
                         push_layouts,
                         &frontier,
+                        &options,
                         gap.bytes,
                         resident.bytes(),
                     )
@@ -669,6 +670,7 @@ fn pull_from_memory_is_cheaper(
     files: &[LayoutFiles],
     push_layouts: usize,
     frontier: &IndexedBitmap,
+    options: &StreamOptions,
     gap_bytes: u64,
     resident_bytes: u64,
 ) -> bool {
@@ -676,9 +678,8 @@ fn pull_from_memory_is_cheaper(
         .iter()
         .zip(files)
         .map(|(layout, f)| {
-            let rule = GapRule::new(gap_bytes, f.edge_bytes(), f.files());
-            let chunks = SelectiveScheduler::new(&layout.offsets, frontier, rule);
-            chunks.map(|c| c.edges() * f.edge_bytes() + gap_bytes).sum::<u64>()
+            let plan = push_plan(layout, f, frontier, None, options, gap_bytes);
+            plan.map(|c| c.edges() * f.edge_bytes() + gap_bytes).sum::<u64>()
         })
         .sum();
     push_bytes * MEMORY_PULL_SPEEDUP > resident_bytes
