@@ -35,6 +35,65 @@ impl Ord for Ranked {
     }
 }
 
+/// The [`TOP_K`] largest finite values (infinite ones, unreachable distances, are not "top"
+/// vertices), in no particular order. A value enters the heap only when it beats the smallest
+/// kept, so a column costs one comparison per value.
+fn top_k(values: &[f64]) -> Vec<Ranked> {
+    let mut heap = BinaryHeap::with_capacity(TOP_K + 1);
+    for (v, &x) in values.iter().enumerate().filter(|(_, x)| x.is_finite()) {
+        let ranked = Ranked(x, v as u64);
+        if heap.len() == TOP_K && heap.peek().is_some_and(|worst| ranked >= *worst) {
+            continue;
+        }
+        heap.push(ranked);
+        if heap.len() > TOP_K {
+            heap.pop();
+        }
+    }
+    heap.into_vec()
+}
+
+/// How many distinct labels a column has, and the largest group (label, size), ties to the
+/// smaller label.
+struct Groups {
+    count: u64,
+    largest: Option<(u64, u64)>,
+}
+
+/// Counts the groups of `labels`: in an array when every label is a vertex of the column
+/// (labels are dense ids), else in a map.
+fn group_sizes(labels: &[u64]) -> Groups {
+    let better = |a: (u64, u64), b: Option<(u64, u64)>| match b {
+        Some(b) => a.1 > b.1 || (a.1 == b.1 && a.0 < b.0),
+        None => true,
+    };
+    let mut largest = None;
+    if labels.iter().all(|&l| l < labels.len() as u64) {
+        let mut sizes = vec![0u64; labels.len()];
+        for &label in labels {
+            sizes[label as usize] += 1;
+        }
+        let mut count = 0;
+        for (label, &size) in sizes.iter().enumerate().filter(|(_, &s)| s > 0) {
+            count += 1;
+            if better((label as u64, size), largest) {
+                largest = Some((label as u64, size));
+            }
+        }
+        return Groups { count, largest };
+    }
+    let mut sizes: HashMap<u64, u64> = HashMap::new();
+    for &label in labels {
+        *sizes.entry(label).or_default() += 1;
+    }
+    for (&label, &size) in &sizes {
+        if better((label, size), largest) {
+            largest = Some((label, size));
+        }
+    }
+    Groups { count: sizes.len() as u64, largest }
+}
+
 /// Summarises every column of a result, in original ids.
 pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Value>> {
     let mut summary = result.summary.clone();
@@ -49,15 +108,7 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
                 })
             }
             ValueColumn::Float(values) => {
-                let mut heap = BinaryHeap::with_capacity(TOP_K + 1);
-                // Infinite values (unreachable distances) are not "top" vertices.
-                for (v, &x) in values.iter().enumerate().filter(|(_, x)| x.is_finite()) {
-                    heap.push(Ranked(x, v as u64));
-                    if heap.len() > TOP_K {
-                        heap.pop();
-                    }
-                }
-                let mut top: Vec<Ranked> = heap.into_vec();
+                let mut top = top_k(values);
                 top.sort();
                 let top: Result<Vec<Value>> =
                     top.iter().map(|r| Ok(json!({ "vertex": ids.original(r.1)?.to_string(), "value": r.0 }))).collect();
@@ -70,16 +121,13 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
                 })
             }
             ValueColumn::Label(labels) => {
-                let mut sizes: HashMap<u64, u64> = HashMap::new();
-                for &label in labels {
-                    *sizes.entry(label).or_default() += 1;
-                }
-                let largest = sizes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+                let groups = group_sizes(labels);
+                let largest = groups.largest;
                 json!({
                     "vertices": labels.len(),
-                    "groups": sizes.len(),
-                    "largest_size": largest.map(|(_, &s)| s).unwrap_or(0),
-                    "largest_label": match largest { Some((&l, _)) => Some(ids.original(l)?.to_string()), None => None },
+                    "groups": groups.count,
+                    "largest_size": largest.map(|(_, s)| s).unwrap_or(0),
+                    "largest_label": match largest { Some((l, _)) => Some(ids.original(l)?.to_string()), None => None },
                 })
             }
             ValueColumn::Count(counts) => json!({
@@ -135,4 +183,47 @@ pub fn describe(summary: &Map<String, Value>) -> Vec<String> {
         lines.push(scalars.join(", "));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn brute_top(values: &[f64]) -> Vec<(u64, u64)> {
+        let mut all: Vec<Ranked> =
+            values.iter().enumerate().filter(|(_, x)| x.is_finite()).map(|(v, &x)| Ranked(x, v as u64)).collect();
+        all.sort();
+        all.truncate(TOP_K);
+        all.iter().map(|r| (r.0.to_bits(), r.1)).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn top_k_keeps_the_largest_values_ties_to_smaller_ids(
+            values in proptest::collection::vec(prop_oneof![
+                (0u8..6).prop_map(f64::from),
+                Just(f64::INFINITY),
+                any::<f64>(),
+            ], 0..200)
+        ) {
+            let mut top = top_k(&values);
+            top.sort();
+            let top: Vec<(u64, u64)> = top.iter().map(|r| (r.0.to_bits(), r.1)).collect();
+            prop_assert_eq!(top, brute_top(&values));
+        }
+
+        #[test]
+        fn group_sizes_match_a_map_count(labels in proptest::collection::vec(0u64..40, 0..60), sparse in any::<bool>()) {
+            let labels: Vec<u64> = if sparse { labels.iter().map(|l| l * 1_000_003).collect() } else { labels };
+            let mut sizes: HashMap<u64, u64> = HashMap::new();
+            for &l in &labels {
+                *sizes.entry(l).or_default() += 1;
+            }
+            let expected = sizes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&l, &s)| (l, s));
+            let groups = group_sizes(&labels);
+            prop_assert_eq!(groups.count, sizes.len() as u64);
+            prop_assert_eq!(groups.largest, expected);
+        }
+    }
 }
