@@ -408,6 +408,7 @@ fn run_with(
         );
     }
     let store = Store::open(&args.store)?;
+    prefetch_ids_for_output(&store, options.memory);
     let runner = Runner::new(&store, options)
         .with_progress(Arc::new(TerminalProgress::new(args.quiet && !args.explain)))
         .with_cancel(cancel.clone())
@@ -459,4 +460,15 @@ fn run_with(
         std::fs::write(path, text).map_err(|e| outcore::Error::io(format!("writing {}", path.display()), e))?;
     }
     Ok(())
+}
+
+/// Starts reading the id files that writing the results needs while the run computes, when
+/// they are small beside the budget (at most an eighth of it; a hint to the kernel's page
+/// cache, see `IdMap::prefetch`). On a background thread: the hint may block
+/// while it queues the reads.
+fn prefetch_ids_for_output(store: &Store, budget: outcore::runtime::MemoryBudget) {
+    let Ok(ids) = store.ids() else { return };
+    if ids.file_bytes() <= budget.bytes() / 8 {
+        std::thread::spawn(move || ids.prefetch());
+    }
 }

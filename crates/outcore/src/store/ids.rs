@@ -75,6 +75,30 @@ impl IdMap {
         })
     }
 
+    /// Bytes of the files an output reads (every original id and the by-original order).
+    pub fn file_bytes(&self) -> u64 {
+        self.files().map(StoreFile::len).sum()
+    }
+
+    fn files(&self) -> impl Iterator<Item = &StoreFile> {
+        [self.original.as_ref(), self.string_offsets.as_ref(), self.string_data.as_ref(), Some(&self.by_original)]
+            .into_iter()
+            .flatten()
+    }
+
+    /// Asks the kernel to read the id files into its page cache in the background
+    /// (`POSIX_FADV_WILLNEED`), so that writing results after a run finds them there instead of
+    /// reading them cold between its batches (about 50 ms for RMAT-22's 38 MB). A hint: the
+    /// bytes are not charged to the budget, the kernel drops them first under pressure, and a
+    /// file system that ignores it changes nothing.
+    pub fn prefetch(&self) {
+        for file in self.files() {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor, offset 0 and length 0 (to the end of the file).
+            unsafe { libc::posix_fadvise(file.raw().as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+        }
+    }
+
     pub fn id_type(&self) -> IdType {
         self.id_type
     }
