@@ -265,11 +265,11 @@ impl Style {
 
 /// Rows formatted per batch: each batch is cut into [`FORMAT_SLICES`] slices formatted in
 /// parallel (formatting floats as `%.15e` is most of a text result's cost), then written in
-/// order.
+/// order while the next batch is formatted.
 const BATCH_ROWS: usize = 1 << 16;
 const FORMAT_SLICES: usize = 16;
 
-fn write_delimited<W: Write>(
+fn write_delimited<W: Write + Send>(
     ids: &IdMap,
     result: &AlgorithmResult,
     style: Style,
@@ -291,16 +291,29 @@ fn write_delimited<W: Write>(
     // One label cache per slice, kept across batches.
     let mut labels: Vec<LabelNames> = (0..FORMAT_SLICES).map(|_| LabelNames::new()).collect();
     let mut rows = 0u64;
-    let mut flush = |batch: &mut Vec<(u64, OriginalId)>| -> Result<()> {
-        let per_slice = batch.len().div_ceil(FORMAT_SLICES).max(1);
-        let texts: Vec<Result<Vec<u8>>> = batch
-            .par_chunks(per_slice)
-            .zip(labels.par_iter_mut())
-            .map(|(slice, labels)| format_rows(ids, result, style, slice, labels))
-            .collect();
+    // The text of the batch before, written while the next one is formatted.
+    let mut formatted: Vec<Result<Vec<u8>>> = Vec::new();
+    let write = |texts: Vec<Result<Vec<u8>>>, out: &mut W| -> Result<()> {
         for text in texts {
             out.write_all(&text?).context(|| format!("writing {what}"))?;
         }
+        Ok(())
+    };
+    let mut flush = |batch: &mut Vec<(u64, OriginalId)>, out: &mut W| -> Result<()> {
+        let per_slice = batch.len().div_ceil(FORMAT_SLICES).max(1);
+        let before = std::mem::take(&mut formatted);
+        let (written, texts) = rayon::join(
+            || write(before, out),
+            || {
+                batch
+                    .par_chunks(per_slice)
+                    .zip(labels.par_iter_mut())
+                    .map(|(slice, labels)| format_rows(ids, result, style, slice, labels))
+                    .collect::<Vec<_>>()
+            },
+        );
+        written?;
+        formatted = texts;
         rows += batch.len() as u64;
         batch.clear();
         Ok(())
@@ -309,11 +322,12 @@ fn write_delimited<W: Write>(
     ids.for_each_by_original(|dense, original| {
         batch.push((dense, original.clone()));
         if batch.len() == BATCH_ROWS {
-            flush(&mut batch)?;
+            flush(&mut batch, out)?;
         }
         Ok(())
     })?;
-    flush(&mut batch)?;
+    flush(&mut batch, out)?;
+    write(std::mem::take(&mut formatted), out)?;
     Ok(rows)
 }
 
