@@ -438,10 +438,33 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         // 2. Scatter (or pull), with the reader thread ahead of the compute.
         let reader = ChunkReader { layouts: &files, direct, counters: store.counters(), cancel: runner.cancel_token() };
         let mut scatter_seconds = 0.0f64;
+        // The order the sources take during this pass, when it is the first pull (see
+        // [`order_for_first_pull`]).
+        let mut slot_of: Option<Vec<u32>> = None;
         let streamed = if pulling {
             let r = reverse_index.expect("a pull iteration has a reverse layout");
             if let Some(sources) = sources.as_mut() {
                 let computing = Instant::now();
+                if renumbered.is_none() {
+                    let first_pull =
+                        FirstPull { layout: r, edges: *offsets[r].last().unwrap(), edge_bytes: files[r].edge_bytes() };
+                    let spare_accumulators = plan.accumulator * (accumulators.len() as u64 - 1);
+                    slot_of = order_for_first_pull(
+                        sources,
+                        &resident,
+                        &first_pull,
+                        offsets[0],
+                        target_width == 8,
+                        spare_accumulators,
+                    );
+                    let order_bytes = pull::SourceOrder::bytes(n).0;
+                    if slot_of.is_some() && resident.room_after(first_pull.edges * first_pull.edge_bytes) < order_bytes
+                    {
+                        // Accumulators beyond the first serve only parallel pushes: their
+                        // memory goes to the order (later pushes, if any, scatter on one thread).
+                        accumulators.truncate(1);
+                    }
+                }
                 sources.prepare(program, &values, &frontier, out_offsets);
                 scatter_seconds += computing.elapsed().as_secs_f64();
             }
@@ -456,7 +479,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 wide: target_width == 8,
             };
             let acc = &mut accumulators[0];
-            pass(&reader, plans, &mut pool, &mut resident, dense_layout, &mut |buffer| {
+            pass(&reader, plans, &mut pool, &mut resident, dense_layout, slot_of.as_deref(), &mut |buffer| {
                 let computing = Instant::now();
                 let pulled = acc.received.update_words(|words| pull.buffer(buffer, &mut acc.msgs, words));
                 acc.edges += pulled.edges;
@@ -474,7 +497,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 wide: target_width == 8,
                 n: n as u64,
             };
-            pass(&reader, plans, &mut pool, &mut resident, dense_layout, &mut |buffer| {
+            pass(&reader, plans, &mut pool, &mut resident, dense_layout, None, &mut |buffer| {
                 let computing = Instant::now();
                 scatter.buffer(buffer, &mut accumulators);
                 scatter_seconds += computing.elapsed().as_secs_f64();
@@ -482,20 +505,16 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             })?
         };
         let (resident_edges, streamed) = streamed;
-        let sources_ordered = renumbered.is_some();
-        if let (true, None, Some(r), Some(sources)) = (pulling, renumbered, reverse_index, sources.as_mut()) {
-            // Accumulators beyond the first serve only parallel pushes: their memory may go to
-            // the order instead (later pushes, if any, scatter on one thread).
-            let spare_accumulators = plan.accumulator * (accumulators.len() as u64 - 1);
-            let spare = resident.spare_room() + spare_accumulators;
-            let edges = *offsets[r].last().unwrap();
-            if order_sources(sources, &mut resident, r, edges, offsets[0], target_width == 8, spare) {
+        if let (Some(_), Some(r), Some(sources)) = (slot_of.take(), reverse_index, sources.as_mut()) {
+            if resident.holds_all(r, *offsets[r].last().unwrap()) {
                 renumbered = Some(r);
-                if resident.spare_room() < pull::SourceOrder::bytes(n).0 {
-                    accumulators.truncate(1);
-                }
+            } else if let Some(vertex_at) = sources.unorder() {
+                // Not all of the layout stayed in memory (against the prediction): later passes
+                // read ids from disk as they are, so the kept prefix gets its ids back.
+                resident.renumber(&vertex_at);
             }
         }
+        let sources_ordered = renumbered.is_some();
         let (reader_stats, io_wait) = (streamed.reader, streamed.io_wait_seconds);
         if let Some(target) = accumulators.iter().find_map(|a| a.bad_target) {
             return Err(Error::store(
@@ -685,27 +704,35 @@ fn pull_from_memory_is_cheaper(
     push_bytes * MEMORY_PULL_SPEEDUP > resident_bytes
 }
 
-/// Once the pulled `layout` (`edges` in all) is wholly in memory and `spare_bytes` hold a
-/// [`pull::SourceOrder`] by the degrees of `degree_offsets`, renumbers the resident ids and the
-/// `sources`' slots to it, so that later pulls load the messages of busy sources from a small,
-/// cache-resident part of the array. Returns whether it did.
-fn order_sources<M: Copy + Send + Sync>(
-    sources: &mut pull::Sources<M>,
-    resident: &mut resident::ResidentEdges,
+/// The first pull over the reverse layout: its edges and the bytes each takes in memory.
+struct FirstPull {
     layout: usize,
     edges: u64,
+    edge_bytes: u64,
+}
+
+/// When the first pull over `first.layout` will leave all of it resident, and the memory left
+/// beside it plus `spare_accumulator_bytes` (accumulators that pulls do not use) holds a
+/// [`pull::SourceOrder`] by the degrees of `degree_offsets`: orders `sources` by it and returns
+/// the slot of each vertex, so that [`pass`] renumbers the ids as it copies them into memory.
+/// Every pull, this one included, then loads the messages of busy sources from a small,
+/// cache-resident part of the array.
+fn order_for_first_pull<M: Copy + Send + Sync>(
+    sources: &mut pull::Sources<M>,
+    resident: &resident::ResidentEdges,
+    first: &FirstPull,
     degree_offsets: &[u64],
     wide_ids: bool,
-    spare_bytes: u64,
-) -> bool {
+    spare_accumulator_bytes: u64,
+) -> Option<Vec<u32>> {
     let n = degree_offsets.len() - 1;
-    if wide_ids || !resident.holds_all(layout, edges) || spare_bytes < pull::SourceOrder::bytes(n).0 {
-        return false;
+    let layout_bytes = first.edges * first.edge_bytes;
+    let spare = resident.room_after(layout_bytes) + spare_accumulator_bytes;
+    if wide_ids || !resident.will_hold(first.layout, layout_bytes) || spare < pull::SourceOrder::bytes(n).0 {
+        return None;
     }
     let order = pull::SourceOrder::by_degree(degree_offsets);
-    resident.renumber(&order.slot_of);
-    sources.order_by(order);
-    true
+    Some(sources.order_by(order))
 }
 
 /// Streams `plans` through `consume`. A dense pass over one layout (`dense`) first hands
@@ -717,6 +744,7 @@ fn pass(
     pool: &mut Vec<EdgeBuffer>,
     resident: &mut resident::ResidentEdges,
     dense: Option<usize>,
+    slot_of: Option<&[u32]>,
     consume: &mut dyn FnMut(&EdgeBuffer) -> Result<()>,
 ) -> Result<(u64, Streamed)> {
     let mut from_memory = 0;
@@ -727,9 +755,22 @@ fn pass(
         }
     }
     let streamed = stream_buffers(reader, plans, pool, |buffer| {
-        consume(buffer)?;
-        if let Some(layout) = dense {
-            resident.offer(layout, buffer);
+        match (dense, slot_of) {
+            // Renumbered as it is copied; the fold reads the copy.
+            (Some(layout), Some(slot_of)) => match resident.offer_renumbered(layout, buffer, slot_of) {
+                Some(kept) => consume(kept)?,
+                None => {
+                    let mut copy = buffer.filled_copy();
+                    resident::renumber_buffer(&mut copy, slot_of);
+                    consume(&copy)?;
+                }
+            },
+            _ => {
+                consume(buffer)?;
+                if let Some(layout) = dense {
+                    resident.offer(layout, buffer);
+                }
+            }
         }
         Ok(())
     })?;

@@ -83,8 +83,16 @@ impl<M: Copy + Send + Sync> Sources<M> {
 
     /// From now on slot `i` holds the message of `order`'s vertex at `i` (the pulled ids were
     /// renumbered to match).
-    pub fn order_by(&mut self, order: SourceOrder) {
+    /// Keeps messages in the slots of `order` from the next [`prepare`](Self::prepare) on;
+    /// returns the slot of each vertex, for renumbering the ids the pulls fold.
+    pub fn order_by(&mut self, order: SourceOrder) -> Vec<u32> {
         self.vertex_at = Some(order.vertex_at);
+        order.slot_of
+    }
+
+    /// Back to messages in vertex order; returns the order's vertex of each slot, if any.
+    pub fn unorder(&mut self) -> Option<Vec<u32>> {
+        self.vertex_at.take()
     }
 
     /// Computes every active vertex's message of this iteration.

@@ -43,21 +43,43 @@ impl ResidentEdges {
     /// Offers a buffer just consumed by a dense pass over `layout`: during the first such pass
     /// a copy is kept while it continues the prefix and fits the room; the first buffer that
     /// does not fit ends the filling.
-    pub fn offer(&mut self, layout: usize, buffer: &EdgeBuffer) {
+    pub fn offer(&mut self, layout: usize, buffer: &EdgeBuffer) -> bool {
         if self.sealed || self.layout.is_some_and(|l| l != layout) {
-            return;
+            return false;
         }
         let continues = buffer.pieces.first().is_some_and(|p| p.first_edge == self.end)
             && buffer.pieces.iter().all(|p| p.layout == layout)
             && buffer.pieces.windows(2).all(|w| w[0].end_edge == w[1].first_edge);
         if !continues || self.bytes + buffer.used_bytes() > self.room {
             self.sealed = true;
-            return;
+            return false;
         }
         self.layout = Some(layout);
         self.bytes += buffer.used_bytes();
         self.end = buffer.pieces.last().map_or(self.end, |p| p.end_edge);
         self.buffers.push(buffer.filled_copy());
+        true
+    }
+
+    /// [`offer`](Self::offer), the copy's ids renumbered by `slot_of` (see
+    /// [`renumber`](Self::renumber)); returns the copy when it is kept.
+    pub fn offer_renumbered(&mut self, layout: usize, buffer: &EdgeBuffer, slot_of: &[u32]) -> Option<&EdgeBuffer> {
+        if !self.offer(layout, buffer) {
+            return None;
+        }
+        let kept = self.buffers.last_mut().expect("a buffer was just kept");
+        renumber_buffer(kept, slot_of);
+        Some(kept)
+    }
+
+    /// Whether a first dense pass over `layout`, `bytes` in all, would keep all of it.
+    pub fn will_hold(&self, layout: usize, bytes: u64) -> bool {
+        !self.sealed && self.buffers.is_empty() && self.layout.is_none_or(|l| l == layout) && bytes <= self.room
+    }
+
+    /// Room left once `bytes` more are held (0 when they do not fit).
+    pub fn room_after(&self, bytes: u64) -> u64 {
+        self.room.saturating_sub(self.bytes + bytes)
     }
 
     /// Ends the first dense pass over the kept layout (a pass over another one changes nothing).
@@ -80,19 +102,7 @@ impl ResidentEdges {
     /// Rewrites every 4-byte id `v < slot_of.len()` held to `slot_of[v]` (ids beyond, from a
     /// damaged file, stay beyond, to be reported by the fold). In parallel over the buffers.
     pub fn renumber(&mut self, slot_of: &[u32]) {
-        use rayon::prelude::*;
-        self.buffers.par_iter_mut().for_each(|buffer| {
-            let pieces = buffer.pieces.clone();
-            for piece in pieces {
-                let ids = &mut buffer.targets[piece.target_pos..piece.target_pos + piece.edges() as usize * 4];
-                for id in ids.chunks_exact_mut(4) {
-                    let v = u32::from_le_bytes(id.try_into().unwrap());
-                    if let Some(&slot) = slot_of.get(v as usize) {
-                        id.copy_from_slice(&slot.to_le_bytes());
-                    }
-                }
-            }
-        });
+        self.buffers.iter_mut().for_each(|buffer| renumber_buffer(buffer, slot_of));
     }
 
     /// Bytes held.
@@ -103,6 +113,25 @@ impl ResidentEdges {
     /// Edges held.
     pub fn edges(&self) -> u64 {
         self.end
+    }
+}
+
+/// Rewrites every 4-byte id `v < slot_of.len()` of `buffer` to `slot_of[v]` (ids beyond, from
+/// a damaged file, stay beyond, to be reported by the fold), on all threads.
+pub fn renumber_buffer(buffer: &mut EdgeBuffer, slot_of: &[u32]) {
+    use rayon::prelude::*;
+    const IDS_PER_TASK: usize = 1 << 16;
+    let pieces = buffer.pieces.clone();
+    for piece in pieces {
+        let ids = &mut buffer.targets[piece.target_pos..piece.target_pos + piece.edges() as usize * 4];
+        ids.par_chunks_mut(4 * IDS_PER_TASK).for_each(|ids| {
+            for id in ids.chunks_exact_mut(4) {
+                let v = u32::from_le_bytes(id.try_into().unwrap());
+                if let Some(&slot) = slot_of.get(v as usize) {
+                    id.copy_from_slice(&slot.to_le_bytes());
+                }
+            }
+        });
     }
 }
 
@@ -158,5 +187,28 @@ mod tests {
         r.offer(0, &buffer(0, 10, 20));
         r.offer(0, &buffer(0, 20, 22));
         assert_eq!((r.prefix(0).1, r.bytes()), (10, 40), "the second buffer did not fit and sealed it");
+    }
+
+    fn ids(b: &EdgeBuffer, count: usize) -> Vec<u32> {
+        b.targets[..4 * count].chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn offered_renumbered_copies_are_kept_renumbered_and_can_be_renumbered_back() {
+        let mut b = buffer(0, 0, 4);
+        for (i, id) in [2u32, 0, 7, 1].iter().enumerate() {
+            b.targets[i * 4..i * 4 + 4].copy_from_slice(&id.to_le_bytes());
+        }
+        let mut r = ResidentEdges::new(1 << 20);
+        assert!(r.will_hold(0, 16) && !r.will_hold(0, 2 << 20) && r.room_after(16) == (1 << 20) - 16);
+        let (slot_of, vertex_at) = ([2u32, 0, 1], [1u32, 2, 0]);
+        assert_eq!(ids(r.offer_renumbered(0, &b, &slot_of).unwrap(), 4), [1, 2, 7, 0]);
+        assert_eq!(ids(&b, 4), [2, 0, 7, 1], "the offered buffer is unchanged");
+        r.end_pass(0);
+        assert!(!r.will_hold(0, 16), "a sealed prefix takes nothing more");
+        r.renumber(&vertex_at);
+        assert_eq!(ids(&r.prefix(0).0[0], 4), [2, 0, 7, 1]);
+        let mut full = ResidentEdges::new(8);
+        assert!(full.offer_renumbered(0, &b, &slot_of).is_none(), "no room: not kept");
     }
 }
