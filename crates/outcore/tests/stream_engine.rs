@@ -273,6 +273,14 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     assert!(extra_bool(&stats_from_disk, "sources_ordered").iter().all(|&o| !o));
     assert_eq!(format!("{got:?}"), format!("{unordered:?}"), "ordered sources changed the ranks");
 
+    // The planner foresees the resident edges: its plan has them as a part, and it expects
+    // one read of the layout, not one per iteration.
+    let plan = stats.plan.as_ref().expect("a run records its plan");
+    let part = plan.memory.iter().find(|p| p.part == "resident edges").map(|p| p.bytes);
+    let room = stats.extra["stream"]["resident_room_bytes"].as_u64().unwrap();
+    assert_eq!(part, Some(room.min(file)), "room {room}, layout {file}: {:?}", plan.memory);
+    assert!(plan.bytes_read < 2 * file, "{} bytes planned for a {file}-byte layout: {plan:?}", plan.bytes_read);
+
     let planned = stats.extra["stream"]["planned_bytes"].as_u64().unwrap();
     let budget = planned + file / 2;
     options.memory = MemoryBudget::new(budget);

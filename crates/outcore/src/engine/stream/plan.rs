@@ -57,18 +57,38 @@ impl Engine for StreamEngine {
         // Selective scheduling reads about the active share of each iteration's edges.
         let arcs_read = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
         let passes = if arcs_read > 0.0 { (work.edge_visits / arcs_read).min(work.iterations) } else { 0.0 };
+        let resident = resident_edge_bytes(shape, graph, pull.is_some(), ctx, memory.total());
         let mut plan = Plan::new(self.kind(), &work)
             .with_part("vertex values", memory.values)
             .with_part("offsets", memory.offsets)
             .with_part("frontiers", memory.frontiers)
             .with_part("accumulators", memory.accumulator * memory.accumulators as u64)
             .with_part("read buffers", memory.buffer_bytes * memory.buffers as u64)
-            .with_part("pulled messages", memory.pull);
-        plan.bytes_read = (adjacency as f64 * passes) as u64;
+            .with_part("pulled messages", memory.pull)
+            .with_part("resident edges", resident);
+        // Offsets are read once; the first dense pass reads every edge, later ones take the
+        // resident part from memory.
+        let offsets = (graph.vertices + 1) * 8 * shape.layouts(graph.directed);
+        let edges = adjacency.saturating_sub(offsets) as f64;
+        let read = edges * passes - resident as f64 * (passes - 1.0).max(0.0);
+        plan.bytes_read = offsets + read.max(0.0) as u64;
         // Reading overlaps compute (a reader thread fills buffers ahead).
         let io = ctx.model.transfer(plan.bytes_read);
         plan.seconds = io.max(ctx.model.compute(work.edge_visits, ctx.model.rates.stream))
             + ctx.model.transfer(graph.vertices * 8 * layouts);
         plan.single_process(ctx)
     }
+}
+
+/// Edge bytes the engine keeps in memory after its first dense pass (`resident.rs`): what the
+/// budget leaves after `planned` bytes, up to the edges of the layout dense passes read (csr-in
+/// when the program pulls, else csr-out when it reads one layout; none when it reads two).
+fn resident_edge_bytes(shape: &ProgramShape, graph: &PlanGraph, pulls: bool, ctx: &PlanContext, planned: u64) -> u64 {
+    if !ctx.options.stream.resident_edges || (!pulls && shape.layouts(graph.directed) != 1) {
+        return 0;
+    }
+    // Ids of 4 bytes below 2^32 vertices, and weights when the program reads them.
+    let id_bytes = if graph.vertices < 1 << 32 { 4 } else { 8 };
+    let edge_bytes = id_bytes + 8 * (graph.weighted && shape.uses_weights) as u64;
+    ctx.budget.saturating_sub(planned).min(graph.arcs * edge_bytes)
 }
