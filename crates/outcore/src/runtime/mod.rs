@@ -1,7 +1,8 @@
 //! Runtime services shared by every engine: the memory budget, I/O accounting, the page
-//! cache, progress reporting, cancellation and resource measurement. Nothing here knows about
-//! graphs.
+//! cache, the atomic commit of derived layouts, progress reporting, cancellation and resource
+//! measurement. Nothing here knows about graphs.
 
+pub mod commit;
 pub mod io;
 pub mod memory;
 pub mod page_cache;
