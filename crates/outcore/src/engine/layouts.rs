@@ -126,9 +126,7 @@ fn remove_partition(store: &Store, name: &str) -> Result<()> {
     let Some(_removing) = store.try_replace_layout(name)? else {
         return Err(parts::in_use_error(store, name));
     };
-    let aside = store.path(&format!(".{name}.removed-{}", std::process::id()));
-    std::fs::rename(&dir, &aside).context(|| format!("moving {} aside", dir.display()))?;
-    std::fs::remove_dir_all(&aside).context(|| format!("removing {}", aside.display()))
+    crate::runtime::commit::remove_dir(&dir)
 }
 
 /// Builds (or rebuilds, replacing a damaged or existing one) the derived layout `name`.

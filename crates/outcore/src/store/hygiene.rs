@@ -3,7 +3,9 @@
 //!
 //! Two kinds, told apart by name:
 //! * hidden entries `.NAME.MARKER-PID` (a store, generation or layout being built, replaced,
-//!   moved aside or retired): removed when process PID no longer exists;
+//!   moved aside or retired): removed when process PID no longer exists, except an old layout
+//!   moved aside (`.NAME.old-PID`) while `NAME` is missing, which is put back
+//!   ([`restore_if_orphaned`](crate::runtime::commit::restore_if_orphaned));
 //! * work files in a generation's `tmp/` named `KIND@PID-...` (spill files, run directories,
 //!   partial layouts): their process holds an exclusive lock on `tmp/owner@PID.lock` for its
 //!   whole life ([`claim_tmp`]), so they are removed when that lock is free, which survives pid
@@ -46,7 +48,9 @@ pub fn remove_stale_hidden(dir: &Path, prefix: &str) {
             continue;
         }
         if let Some(pid) = hidden_owner(&name) {
-            if !process_alive(pid) {
+            // An old layout moved aside by a commit killed before the new one was in place goes
+            // back; any other leftover of a dead process goes.
+            if !process_alive(pid) && !crate::runtime::commit::restore_if_orphaned(&entry.path()) {
                 remove_entry(&entry.path());
             }
         }
@@ -142,5 +146,36 @@ fn owner_alive(tmp: &Path, pid: i32) -> bool {
         Ok(Some(_free)) => false,
         Ok(None) => owner_file(tmp, pid).exists() || process_alive(pid),
         Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_commits_old_layout_goes_back_when_its_place_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = 99_999_999; // above Linux's largest pid
+        let make = |name: &str| {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+            std::fs::write(dir.path().join(name).join("f"), name).unwrap();
+        };
+        // Killed between moving shards-2 aside and renaming the new one in: put back.
+        make(&format!(".shards-2.old-{dead}"));
+        make(&format!(".shards-2.building-{dead}"));
+        // Killed after the swap: parts-2 is the new version, the old one is only a leftover.
+        make("parts-2");
+        make(&format!(".parts-2.old-{dead}"));
+        // A live process's entry stays as it is.
+        make(&format!(".bbp-1-1.old-{}", std::process::id()));
+        remove_stale_hidden(dir.path(), ".");
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+        names.sort();
+        assert_eq!(names, [format!(".bbp-1-1.old-{}", std::process::id()), "parts-2".into(), "shards-2".into()]);
+        let restored = std::fs::read_to_string(dir.path().join("shards-2/f")).unwrap();
+        assert_eq!(restored, format!(".shards-2.old-{dead}"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("parts-2/f")).unwrap(), "parts-2");
     }
 }

@@ -377,9 +377,7 @@ impl Store {
         on_disk.write(&path)?;
         let dir = self.dir.join(layout_dir(name));
         if dir.exists() && !name.starts_with("static-cache-selection/") {
-            let aside = self.dir.join(format!(".{}.removed-{}", layout_dir(name), std::process::id()));
-            std::fs::rename(&dir, &aside).context(|| format!("moving {} aside", dir.display()))?;
-            std::fs::remove_dir_all(&aside).context(|| format!("removing {}", aside.display()))?;
+            crate::runtime::commit::remove_dir(&dir)?;
         }
         for rel in &layout.files {
             // Files outside the layout's own directory (the cache selections in cache/).

@@ -881,7 +881,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
     let n = degree.len();
     let q = layout.q;
     let mut stats = RankStats::default();
-    let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank);
+    let mut buffers = BufferManager::new(layout.page_size, plan.frames, &layout.pages_per_rank)?;
     // One request at a time: the reply is the only page batch in flight toward this rank.
     let largest_reply = std::cell::Cell::new(0u64);
     let fetch = |owner: usize, pages: &[u32]| -> Result<Vec<u8>> {
@@ -939,7 +939,7 @@ fn scatter_rank<Q: NeighborhoodQuery>(
         }
     }
     lgb.flush(query)?;
-    stats.buffers = buffers.stats;
+    stats.buffers = buffers.stats();
     stats.max_page_reply_bytes = largest_reply.get();
     Ok(stats)
 }

@@ -8,15 +8,16 @@
 //! order, so that pages already in memory can be processed first. A list longer than a page
 //! continues in the next page with another slot.
 //!
-//! **Buffer manager**: `frames` page-sized frames taken from the budget, an array page table
-//! per file (page → frame, like an operating system's), clock replacement with reference bits,
-//! and pin counts so that a page being read is never evicted. Every read goes through the
+//! **Buffer manager**: the runtime's [`PageCache`] (`frames` page-sized frames taken from the
+//! budget, clock replacement, pin counts so that a page being read is never evicted) over this
+//! engine's per-rank page files, numbered one after another. Every read goes through the
 //! store's [`IoCounters`](crate::runtime::IoCounters).
 
 use std::time::{Duration, Instant};
 
 use super::query::Nbr;
 use crate::error::{Error, Result};
+use crate::runtime::PageCache;
 use crate::store::StoreFile;
 
 pub const HEADER_BYTES: usize = 8;
@@ -138,123 +139,93 @@ pub struct BufferStats {
     pub read_time: Duration,
 }
 
-const NO_FRAME: u32 = u32::MAX;
-
-/// Page frames over one or more page files, with clock replacement and pinning.
+/// The runtime's page cache over one or more page files (one per rank), numbered one after
+/// another; counts the bytes and time of reads from this rank's file.
 pub struct BufferManager {
-    page_size: usize,
-    frames: Vec<u8>,
-    /// (file, page) held by each frame, or `None`.
-    holder: Vec<Option<(usize, u32)>>,
-    referenced: Vec<bool>,
-    pins: Vec<u32>,
-    hand: usize,
-    /// Per file: page → frame (`NO_FRAME` when not resident).
-    tables: Vec<Vec<u32>>,
-    pub stats: BufferStats,
+    cache: PageCache,
+    /// Global number of each file's first page.
+    first_page: Vec<u64>,
+    bytes_read: u64,
+    read_time: Duration,
 }
 
 impl BufferManager {
-    /// `frames` frames for files of `pages_per_file` pages each.
-    pub fn new(page_size: u64, frames: usize, pages_per_file: &[u64]) -> BufferManager {
-        let frames = frames.max(1);
-        BufferManager {
-            page_size: page_size as usize,
-            frames: vec![0u8; frames * page_size as usize],
-            holder: vec![None; frames],
-            referenced: vec![false; frames],
-            pins: vec![0; frames],
-            hand: 0,
-            tables: pages_per_file.iter().map(|&n| vec![NO_FRAME; n as usize]).collect(),
-            stats: BufferStats::default(),
+    /// `frames` frames (at least one) for files of `pages_per_file` pages each.
+    pub fn new(page_size: u64, frames: usize, pages_per_file: &[u64]) -> Result<BufferManager> {
+        let first_page: Vec<u64> = pages_per_file
+            .iter()
+            .scan(0u64, |next, &n| {
+                let first = *next;
+                *next += n;
+                Some(first)
+            })
+            .collect();
+        let total = pages_per_file.iter().sum();
+        let cache = PageCache::new(page_size as usize, frames.max(1), total)?;
+        Ok(BufferManager { cache, first_page, bytes_read: 0, read_time: Duration::ZERO })
+    }
+
+    pub fn stats(&self) -> BufferStats {
+        let c = self.cache.counters();
+        BufferStats {
+            hits: c.hits,
+            misses: c.misses,
+            evictions: c.evictions,
+            bytes_read: self.bytes_read,
+            read_time: self.read_time,
         }
     }
 
-    pub fn frames(&self) -> usize {
-        self.holder.len()
+    fn global(&self, file: usize, page: u32) -> u64 {
+        self.first_page[file] + page as u64
     }
 
     pub fn is_resident(&self, file: usize, page: u32) -> bool {
-        self.tables[file][page as usize] != NO_FRAME
+        self.cache.is_resident(self.global(file, page))
     }
 
     /// Pins page `page` of `file` if it is resident.
     pub fn pin_resident(&mut self, file: usize, page: u32) -> Option<usize> {
-        let frame = self.tables[file][page as usize];
-        if frame == NO_FRAME {
-            return None;
-        }
-        let f = frame as usize;
-        self.pins[f] += 1;
-        self.referenced[f] = true;
-        self.stats.hits += 1;
-        Some(f)
+        self.cache.pin_resident(self.global(file, page))
     }
 
     /// Pins page `page` of `file`, reading it from `source` on a miss; returns its frame.
     pub fn pin(&mut self, file: usize, page: u32, source: &StoreFile) -> Result<usize> {
-        if let Some(f) = self.pin_resident(file, page) {
+        let global = self.global(file, page);
+        if let Some(f) = self.cache.pin_resident(global) {
             return Ok(f);
         }
         let started = Instant::now();
-        let page_size = self.page_size as u64;
-        let f = self.fill(file, page, |frame| source.read_exact_at(frame, page as u64 * page_size))?;
-        self.stats.read_time += started.elapsed();
-        self.stats.bytes_read += page_size;
+        let page_size = self.cache.page_size();
+        let offset = page as u64 * page_size as u64;
+        let f = self.cache.pin_or_load(global, page_size, |frame| source.read_exact_at(frame, offset))?;
+        self.read_time += started.elapsed();
+        self.bytes_read += page_size as u64;
         Ok(f)
     }
 
     /// Pins page `page` of `file` with `bytes` that arrived from its owner rank (a miss served
     /// over the transport); a resident copy is used as it is.
     pub fn pin_copy(&mut self, file: usize, page: u32, bytes: &[u8]) -> Result<usize> {
-        if let Some(f) = self.pin_resident(file, page) {
-            return Ok(f);
+        let page_size = self.cache.page_size();
+        if bytes.len() != page_size {
+            return Err(Error::Remote {
+                rank: Some(file),
+                message: format!("page {page} arrived with {} bytes, not {page_size}", bytes.len()),
+            });
         }
-        self.fill(file, page, |frame| {
+        self.cache.pin_or_load(self.global(file, page), page_size, |frame| {
             frame.copy_from_slice(bytes);
             Ok(())
         })
     }
 
-    /// Takes a frame by clock replacement, fills it and pins it for (file, page).
-    fn fill(&mut self, file: usize, page: u32, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<usize> {
-        let f = self.victim()?;
-        if let Some((old_file, old_page)) = self.holder[f].take() {
-            self.tables[old_file][old_page as usize] = NO_FRAME;
-            self.stats.evictions += 1;
-        }
-        fill(&mut self.frames[f * self.page_size..(f + 1) * self.page_size])?;
-        self.stats.misses += 1;
-        self.tables[file][page as usize] = f as u32;
-        self.holder[f] = Some((file, page));
-        self.pins[f] = 1;
-        self.referenced[f] = true;
-        Ok(f)
-    }
-
     pub fn unpin(&mut self, frame: usize) {
-        self.pins[frame] -= 1;
+        self.cache.unpin(frame);
     }
 
     pub fn page(&self, frame: usize) -> &[u8] {
-        &self.frames[frame * self.page_size..(frame + 1) * self.page_size]
-    }
-
-    /// Clock: the first unpinned frame whose reference bit is clear, clearing bits on the way.
-    fn victim(&mut self) -> Result<usize> {
-        let n = self.holder.len();
-        for _ in 0..2 * n + 1 {
-            let f = self.hand;
-            self.hand = (self.hand + 1) % n;
-            if self.pins[f] > 0 {
-                continue;
-            }
-            if self.holder[f].is_none() || !self.referenced[f] {
-                return Ok(f);
-            }
-            self.referenced[f] = false;
-        }
-        Err(Error::MemoryBudget("every page frame is pinned; the buffer needs more frames".into()))
+        self.cache.frame_bytes(frame)
     }
 }
 

@@ -32,7 +32,8 @@ use serde_json::{json, Map, Value};
 
 use super::pages::{PageBuilder, MIN_PAGE_SIZE};
 use super::query::{check_vertex_count, full_list, Nbr};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use crate::runtime::commit::StagedDir;
 use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
 use crate::store::manifest::{FileEntry, LayoutEntry};
 use crate::store::{Direction, Store, StoreFileWriter};
@@ -289,15 +290,12 @@ fn build_locked(
     }
     chunk_bounds.push(n);
 
-    // 3. Write into a temporary directory.
+    // 3. Write beside its place (removed on failure).
     let name = BbpLayout::dir_name(p, q);
-    let final_dir = store.path(&name);
-    let work_dir = store.path(&format!(".{name}.building-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work_dir);
-    std::fs::create_dir_all(&work_dir).context(|| format!("creating {}", work_dir.display()))?;
-    let result = write_layout(
+    let staged = StagedDir::create(&store.path(&name))?;
+    let (files, pages_per_rank) = write_layout(
         store,
-        &work_dir,
+        staged.path(),
         LayoutShape { p, q, page_size, chunk_bounds: &chunk_bounds },
         &degree,
         &new_of_old,
@@ -307,22 +305,11 @@ fn build_locked(
         scan_edges,
         progress,
         cancel,
-    );
-    let (files, pages_per_rank) = match result {
-        Ok(done) => done,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&work_dir);
-            return Err(e);
-        }
-    };
+    )?;
     drop(order);
 
-    // 4. Commit: rename into place, then list it in the manifest.
-    if final_dir.exists() {
-        std::fs::remove_dir_all(&final_dir).context(|| format!("removing the old {}", final_dir.display()))?;
-    }
-    std::fs::rename(&work_dir, &final_dir).context(|| format!("moving {} into place", final_dir.display()))?;
-    crate::store::files::sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
+    // 4. Commit: in place of the old version (if any), then list it in the manifest.
+    staged.commit()?;
     let sum_degree_squared: u64 = degree.iter().map(|&d| d as u64 * d as u64).sum();
     let max_degree = degree.iter().copied().max().unwrap_or(0) as u64;
     let mut params = Map::new();

@@ -54,6 +54,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
+use crate::runtime::commit::StagedDir;
 use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
 use crate::store::files::StoreFileWriter;
 use crate::store::{Direction, IdType, Store};
@@ -464,13 +465,7 @@ fn install(store: &Store, info: &PartitionInfo, tmp: &Path, target: &Path) -> Re
     let Some(_replacing) = store.try_replace_layout(&name)? else {
         return Err(in_use_error(store, &name));
     };
-    let old = store.dir().join(format!(".{name}.old-{}", std::process::id()));
-    if target.exists() {
-        std::fs::rename(target, &old).context(|| format!("moving aside {}", target.display()))?;
-    }
-    std::fs::rename(tmp, target).context(|| format!("renaming {} into place", tmp.display()))?;
-    let _ = std::fs::remove_dir_all(&old);
-    crate::store::files::sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))
+    StagedDir::adopt(tmp.to_path_buf(), target).commit()
 }
 
 /// The basic-mode files of this rank: streams the whole CSR and keeps its own vertices.

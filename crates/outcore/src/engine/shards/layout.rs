@@ -24,10 +24,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
+use crate::runtime::commit;
 use crate::runtime::io::CountingWriter;
 use crate::runtime::{IoCounters, Progress, ProgressUnit};
 use crate::store::csr::target_bytes_for;
-use crate::store::files::sync_dir;
 use crate::store::manifest::{FileEntry, LayoutEntry, Manifest, MANIFEST_FILE};
 use crate::store::{Direction, Store, StoreFile};
 use crate::VertexId;
@@ -255,31 +255,13 @@ fn balanced_intervals(store: &Store, shards: usize) -> Result<Vec<VertexId>> {
     Ok(intervals)
 }
 
-/// Builds `shards-P` into a temporary directory and renames it into place (the caller holds
-/// [`Store::lock_builds`]).
+/// Builds `shards-P` beside its place and commits it there ([`commit::build_dir`]: a directory
+/// already there, not in the manifest or invalid, was left by an interrupted build and is
+/// replaced). The caller holds [`Store::lock_builds`].
 fn build(store: &Store, shards: usize, buffer_bytes: u64, progress: &dyn Progress) -> Result<()> {
     let name = ShardLayout::layout_name(shards);
-    let final_dir = store.path(&name);
-    let tmp = store.work_path(&format!("{name}-partial"))?;
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).context(|| format!("removing {}", tmp.display()))?;
-    }
-    std::fs::create_dir_all(&tmp).context(|| format!("creating {}", tmp.display()))?;
-    let result = write_layout(store, shards, &tmp, buffer_bytes, progress);
-    let (files, params) = match result {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
-    sync_dir(&tmp).context(|| format!("syncing {}", tmp.display()))?;
-    if final_dir.exists() {
-        // Not in the manifest (or invalid): left by an interrupted build.
-        std::fs::remove_dir_all(&final_dir).context(|| format!("removing {}", final_dir.display()))?;
-    }
-    std::fs::rename(&tmp, &final_dir).context(|| format!("renaming {} into place", tmp.display()))?;
-    sync_dir(store.dir()).context(|| format!("syncing {}", store.dir().display()))?;
+    let (files, params) =
+        commit::build_dir(&store.path(&name), |dir| write_layout(store, shards, dir, buffer_bytes, progress))?;
     let bytes = files.iter().map(|(_, e)| e.bytes).sum();
     let layout = LayoutEntry { files: files.iter().map(|(r, _)| r.clone()).collect(), bytes, params };
     let mut fresh = store.reopen()?;
