@@ -20,6 +20,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -30,7 +31,9 @@ use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFF
 use crate::engine::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
+use crate::runtime::io::IoSnapshot;
 use crate::runtime::{format_size, peak_rss_bytes, IoCounters, ProgressUnit};
+use crate::store::FileChecks;
 use crate::transport::{Tag, Transport};
 use crate::VertexId;
 
@@ -292,21 +295,20 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             )
             .inspect_err(|e| t.abort(e))
         });
-        let computed = compute_unit(
+        let unit = ComputeUnit {
             runner,
             program,
             settings,
-            &info,
-            &rank_dir,
-            &vertices,
-            &mut values,
-            &work.0,
+            info: &info,
+            rank_dir: &rank_dir,
+            vertices: &vertices,
+            work: &work.0,
             to_sender,
-            incoming,
             record_bytes,
-            &fingerprint,
-            resumed,
-        );
+            fingerprint: &fingerprint,
+            counters: counters.clone(),
+        };
+        let computed = compute_unit(unit, &mut values, incoming, resumed);
         match &computed {
             Ok(_) => {
                 // Ends U_r, which waits for the next step's messages.
@@ -646,67 +648,161 @@ fn corrupt(from: usize) -> Error {
     Error::Remote { rank: Some(from), message: "malformed message batch".into() }
 }
 
-/// U_c: the superstep loop. Returns the number of steps run.
-#[allow(clippy::too_many_arguments)]
-fn compute_unit<S: StepProgram>(
-    runner: &Runner,
-    program: &S,
-    settings: &RankSettings,
-    info: &PartitionInfo,
-    rank_dir: &Path,
-    vertices: &[VertexRecord],
-    values: &mut [S::Value],
-    work: &Path,
+/// U_c's inputs, borrowed by every step of the superstep loop.
+struct ComputeUnit<'a, S: StepProgram> {
+    runner: &'a Runner,
+    program: &'a S,
+    settings: &'a RankSettings<'a>,
+    info: &'a PartitionInfo,
+    rank_dir: &'a Path,
+    vertices: &'a [VertexRecord],
+    /// The rank's scratch directory of message files.
+    work: &'a Path,
     to_sender: Sender<SenderJob>,
-    incoming: Receiver<Incoming<S::Msg>>,
     record_bytes: usize,
-    fingerprint: &str,
+    fingerprint: &'a str,
+    counters: IoCounters,
+}
+
+/// The block checks of the edge streams, loaded once: each block is verified once per run, not
+/// once per superstep that reads it.
+struct EdgeChecks {
+    out: Option<Arc<FileChecks>>,
+    inn: Option<Arc<FileChecks>>,
+}
+
+/// What U_c carries from one superstep to the next.
+struct LoopState<S: StepProgram> {
+    halted: Vec<bool>,
+    previous: Totals,
+    arrived: Option<Incoming<S::Msg>>,
+    first_step: usize,
+    /// Numbers the outgoing message files of the whole run.
+    seq: u64,
+    /// Messages to this rank's own vertices skip the outgoing streams when messages are combined
+    /// in memory (recoded mode with a combiner): they are folded into `local` as they are
+    /// generated, an array like A_r, and joined with what U_r folded from the other ranks. With
+    /// W = 1 no message file is written at all (issue 16: 10 GB written, 15 GB read for PageRank
+    /// x10 on RMAT-22 before).
+    local: Vec<Option<S::Msg>>,
+    /// The messages of the vertex being computed.
+    messages: Vec<S::Msg>,
+}
+
+/// The messages that arrived for one step, opened: the merged batch files, or A_r.
+struct Arrived<M> {
+    merged: Option<MergedBatches>,
+    array: Option<Vec<Option<M>>>,
+    batches: u64,
+    bytes: u64,
+}
+
+/// Figures of one step's compute pass, for its stats.
+struct StepFigures {
+    computed: u64,
+    edges_read: u64,
+    seeks: u64,
+    messages_local: u64,
+    message_files: u64,
+    batches: u64,
+    bytes_received: u64,
+}
+
+/// U_c: the superstep loop. Returns the number of steps run.
+fn compute_unit<S: StepProgram>(
+    unit: ComputeUnit<S>,
+    values: &mut [S::Value],
+    incoming: Receiver<Incoming<S::Msg>>,
     resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
 ) -> Result<usize> {
-    let t = settings.transport;
-    let (rank, ranks) = (t.rank(), t.ranks());
-    let counters = runner.store().counters().clone();
-    // The block checks of the edge streams, loaded once: each block is verified once per run,
-    // not once per superstep that reads it.
-    let checks_of = |name: &str| info.parts[rank].checks(rank_dir, name, &counters);
-    let (out_checks, in_checks) = (checks_of("edges-out")?, if info.directed { checks_of("edges-in")? } else { None });
-    let open = |name: &str| {
-        let checks = if name == "edges-out" { out_checks.clone() } else { in_checks.clone() };
-        EdgeStream::open_checked(&rank_dir.join(name), counters.clone(), checks)
-    };
-    let mut halted = vec![false; vertices.len()];
-    let mut previous = Totals::new(program.aggregate_width());
-    let mut arrived: Option<Incoming<S::Msg>> = None;
-    let mut first_step = 0;
-    if let Some(saved) = resumed {
-        values.clone_from_slice(&saved.values);
-        halted = saved.halted;
-        previous = saved.previous;
-        first_step = saved.next_step;
-        arrived = Some(Incoming { files: saved.files, array: saved.array, batches: 0, bytes: 0 });
-        runner.record_extra("pregel_resumed_at_superstep", (first_step as u64).into());
-    }
-    let file_size = settings.message_file_size.max(record_bytes as u64) as usize;
-    let mut seq = 0u64;
-    let bar = runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
-    let mut messages: Vec<S::Msg> = Vec::new();
-    // Messages to this rank's own vertices skip the outgoing streams when messages are combined
-    // in memory (recoded mode with a combiner): they are folded into `local` as they are
-    // generated, an array like A_r, and joined with what U_r folded from the other ranks. With
-    // W = 1 no message file is written at all (issue 16: 10 GB written, 15 GB read for PageRank
-    // x10 on RMAT-22 before).
-    let local_combine = settings.recoded && program.has_combiner();
-    let mut local: Vec<Option<S::Msg>> = if local_combine { vec![None; vertices.len()] } else { Vec::new() };
-    for step in first_step.. {
-        runner.cancel_token().check()?;
+    let checks = unit.load_checks()?;
+    let mut state = unit.start_state(values, resumed);
+    let bar = unit.runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
+    for step in state.first_step.. {
+        unit.runner.cancel_token().check()?;
         let started = Instant::now();
-        let io_before = runner.io_snapshot();
-        let mut lists = ListCursor {
-            out: if program.reads_out_lists() { Some(open("edges-out")?) } else { None },
-            inn: if program.reads_in_lists() && info.directed { Some(open("edges-in")?) } else { None },
+        let io_before = unit.runner.io_snapshot();
+        let mut lists = unit.open_lists(&checks)?;
+        let arrived = unit.open_arrived(state.arrived.take())?;
+        let (totals, figures) = unit.compute_step(step, &mut state, values, &mut lists, arrived)?;
+        // Aggregators and halting, right after computing.
+        let global = unit.gather_totals(&totals)?;
+        let stop = unit.program.stop_after(step, &global);
+        let received = unit.receive_step(&incoming, &mut state.local)?;
+        unit.record_step(step, started, &io_before, &totals, &global, &figures);
+        bar.inc(1);
+        state.previous = global;
+        if stop {
+            unit.end_run(&received);
+            bar.finish();
+            return Ok(step);
+        }
+        unit.checkpoint_if_due(step, &state, values, &received)?;
+        state.arrived = Some(received);
+    }
+    unreachable!("the superstep loop returns")
+}
+
+impl<S: StepProgram> ComputeUnit<'_, S> {
+    fn rank(&self) -> usize {
+        self.settings.transport.rank()
+    }
+
+    fn file_size(&self) -> usize {
+        self.settings.message_file_size.max(self.record_bytes as u64) as usize
+    }
+
+    /// Whether this rank folds the messages to its own vertices into `LoopState::local`.
+    fn combines_locally(&self) -> bool {
+        self.settings.recoded && self.program.has_combiner()
+    }
+
+    fn load_checks(&self) -> Result<EdgeChecks> {
+        let part = &self.info.parts[self.rank()];
+        let out = part.checks(self.rank_dir, "edges-out", &self.counters)?;
+        let inn = if self.info.directed { part.checks(self.rank_dir, "edges-in", &self.counters)? } else { None };
+        Ok(EdgeChecks { out, inn })
+    }
+
+    /// The state of the first step: fresh, or the resumed checkpoint's (which also sets `values`).
+    fn start_state(
+        &self,
+        values: &mut [S::Value],
+        resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
+    ) -> LoopState<S> {
+        let n = self.vertices.len();
+        let mut state = LoopState {
+            halted: vec![false; n],
+            previous: Totals::new(self.program.aggregate_width()),
+            arrived: None,
+            first_step: 0,
+            seq: 0,
+            local: if self.combines_locally() { vec![None; n] } else { Vec::new() },
+            messages: Vec::new(),
+        };
+        if let Some(saved) = resumed {
+            values.clone_from_slice(&saved.values);
+            state.halted = saved.halted;
+            state.previous = saved.previous;
+            state.first_step = saved.next_step;
+            state.arrived = Some(Incoming { files: saved.files, array: saved.array, batches: 0, bytes: 0 });
+            self.runner.record_extra("pregel_resumed_at_superstep", (state.first_step as u64).into());
+        }
+        state
+    }
+
+    /// Opens S^E (and S^I) for one pass, when the program reads them.
+    fn open_lists(&self, checks: &EdgeChecks) -> Result<ListCursor> {
+        let open = |name: &str, checks: &Option<Arc<FileChecks>>| {
+            EdgeStream::open_checked(&self.rank_dir.join(name), self.counters.clone(), checks.clone())
+        };
+        let (program, info) = (self.program, self.info);
+        Ok(ListCursor {
+            out: if program.reads_out_lists() { Some(open("edges-out", &checks.out)?) } else { None },
+            inn: if program.reads_in_lists() && info.directed { Some(open("edges-in", &checks.inn)?) } else { None },
             weighted: info.weighted,
             directed: info.directed,
-            current: vertices.first().copied().unwrap_or(VertexRecord {
+            current: self.vertices.first().copied().unwrap_or(VertexRecord {
                 name: 0,
                 dense: 0,
                 out_degree: 0,
@@ -719,156 +815,119 @@ fn compute_unit<S: StepProgram>(
             in_names: Vec::new(),
             in_weights: Vec::new(),
             edges_read: 0,
-        };
-        let (mut merged, mut array, batches, incoming_bytes) = match arrived.take() {
-            None => (None, None, 0, 0),
-            Some(inc) => {
-                let merge_buffer = (2 * file_size / inc.files.len().max(1)).clamp(record_bytes * 2, EDGE_BUFFER_BYTES);
-                let merged = if inc.files.is_empty() {
-                    None
-                } else {
-                    Some(MergedBatches::open(inc.files, record_bytes, merge_buffer, &counters)?)
-                };
-                (merged, inc.array, inc.batches, inc.bytes)
-            }
-        };
+        })
+    }
 
-        let mut outbox: Vec<Vec<u8>> = vec![Vec::new(); ranks];
-        let mut failure: Option<Error> = None;
-        let mut totals = Totals::new(program.aggregate_width());
-        let mut files_this_step = 0u64;
-        let mut messages_sent = 0u64;
-        let mut messages_local = 0u64;
-        let mut send = |name: u64, msg: S::Msg| {
-            messages_sent += 1;
-            let dest = (name % ranks as u64) as usize;
-            if local_combine && dest == rank {
-                messages_local += 1;
-                match local.get_mut((name / ranks as u64) as usize) {
-                    Some(slot) => {
-                        *slot = Some(match slot.take() {
-                            Some(old) => program.combine(&old, &msg),
-                            None => msg,
-                        })
-                    }
-                    None => {
-                        let message = format!("message for vertex name {name}, beyond rank {rank}'s vertices");
-                        failure = failure.take().or(Some(Error::Remote { rank: Some(rank), message }));
-                    }
-                }
-                return;
-            }
-            let buffer = &mut outbox[dest];
-            if buffer.capacity() == 0 {
-                buffer.reserve_exact(file_size);
-            }
-            name.put(buffer);
-            msg.put(buffer);
-            if buffer.len() + record_bytes > file_size {
-                let path = work.join(format!("out-{step}-{dest}-{seq}"));
-                seq += 1;
-                files_this_step += 1;
-                match write_file(&path, buffer, &counters) {
-                    Ok(()) => {
-                        let _ = to_sender.send(SenderJob::File { step, dest, path });
-                    }
-                    Err(e) => failure = failure.take().or(Some(e)),
-                }
-                buffer.clear();
-            }
+    /// Opens the previous step's batch files as one merged stream (A_r needs no opening).
+    fn open_arrived(&self, arrived: Option<Incoming<S::Msg>>) -> Result<Arrived<S::Msg>> {
+        let Some(inc) = arrived else {
+            return Ok(Arrived { merged: None, array: None, batches: 0, bytes: 0 });
         };
+        let merge_buffer =
+            (2 * self.file_size() / inc.files.len().max(1)).clamp(self.record_bytes * 2, EDGE_BUFFER_BYTES);
+        let merged = if inc.files.is_empty() {
+            None
+        } else {
+            Some(MergedBatches::open(inc.files, self.record_bytes, merge_buffer, &self.counters)?)
+        };
+        Ok(Arrived { merged, array: inc.array, batches: inc.batches, bytes: inc.bytes })
+    }
+
+    /// Streams A with the lists and the arrived messages, computes the awake vertices, and hands
+    /// the step's message files to U_s, then its end. Returns the rank's totals and figures.
+    fn compute_step(
+        &self,
+        step: usize,
+        state: &mut LoopState<S>,
+        values: &mut [S::Value],
+        lists: &mut ListCursor,
+        mut arrived: Arrived<S::Msg>,
+    ) -> Result<(Totals, StepFigures)> {
+        let (program, rank) = (self.program, self.rank());
+        let LoopState { halted, previous, seq, local, messages, .. } = state;
+        let mut outbox = Outbox::new(self, step, local, seq);
+        let mut totals = Totals::new(program.aggregate_width());
         let mut computed = 0u64;
-        for (i, vertex) in vertices.iter().enumerate() {
-            messages.clear();
-            if let Some(m) = merged.as_mut() {
-                while let Some(name) = m.peek_name() {
-                    if name > vertex.name {
-                        break;
-                    }
-                    if name < vertex.name {
-                        return Err(Error::Remote {
-                            rank: Some(rank),
-                            message: format!("message for vertex name {name}, which rank {rank} does not own"),
-                        });
-                    }
-                    m.pop_record(&mut |bytes| {
-                        let msg = S::Msg::get(bytes);
-                        match messages.last_mut() {
-                            Some(last) if program.has_combiner() => *last = program.combine(last, &msg),
-                            _ => messages.push(msg),
-                        }
-                    })?;
-                }
-            } else if let Some(slot) = array.as_mut().and_then(|a| a[i].take()) {
-                messages.push(slot);
-            }
+        for (i, vertex) in self.vertices.iter().enumerate() {
+            arrived.take_messages(program, rank, i, vertex, messages)?;
             lists.begin(*vertex);
             if program.wakes(halted[i], !messages.is_empty()) {
                 computed += 1;
-                halted[i] = program.compute(
-                    step,
-                    vertex,
-                    &mut values[i],
-                    &messages,
-                    &mut lists,
-                    &previous,
-                    &mut send,
-                    &mut totals,
-                )?;
+                let send = &mut |name: u64, msg: S::Msg| outbox.send(name, msg);
+                halted[i] =
+                    program.compute(step, vertex, &mut values[i], messages, lists, previous, send, &mut totals)?;
             }
             lists.finish()?;
         }
-        if let Some(name) = merged.as_ref().and_then(MergedBatches::peek_name) {
-            return Err(Error::Remote {
-                rank: Some(rank),
-                message: format!("message for vertex name {name}, which rank {rank} does not own"),
-            });
-        }
-        drop(send);
-        if let Some(e) = failure {
+        arrived.check_drained(rank)?;
+        if let Some(e) = outbox.failure.take() {
             return Err(e);
         }
+        let Arrived { merged, array, batches, bytes } = arrived;
         if let Some(m) = merged {
             m.remove();
         }
         drop(array);
-        // The rest of every outgoing buffer becomes a (last) file of this step.
-        for (dest, buffer) in outbox.iter().enumerate() {
-            if !buffer.is_empty() {
-                let path = work.join(format!("out-{step}-{dest}-{seq}"));
-                seq += 1;
-                files_this_step += 1;
-                write_file(&path, buffer, &counters)?;
-                let _ = to_sender.send(SenderJob::File { step, dest, path });
-            }
-        }
-        drop(outbox);
-        let _ = to_sender.send(SenderJob::EndOfStep { step });
+        let (sent, messages_local) = (outbox.sent, outbox.combined_locally);
+        let message_files = outbox.flush()?;
+        totals.messages = sent;
+        let figures = StepFigures {
+            computed,
+            edges_read: lists.edges_read,
+            seeks: lists.seeks(),
+            messages_local,
+            message_files,
+            batches,
+            bytes_received: bytes,
+        };
+        Ok((totals, figures))
+    }
 
-        // Aggregators and halting, right after computing.
-        totals.messages = messages_sent;
+    /// Combines the ranks' totals (`all_gather`, folded in rank order).
+    fn gather_totals(&self, totals: &Totals) -> Result<Totals> {
+        let program = self.program;
         let mut global = Totals::new(program.aggregate_width());
-        for (from, bytes) in t.all_gather(totals.encode())?.iter().enumerate() {
+        for (from, bytes) in self.settings.transport.all_gather(totals.encode())?.iter().enumerate() {
             let part = Totals::decode(bytes).ok_or_else(|| corrupt(from))?;
             global.sum += part.sum;
             global.aggregates.merge(&part.aggregates, |a, b| program.fold_aggregate(a, b));
             global.awake += part.awake;
             global.messages += part.messages;
         }
-        let stop = program.stop_after(step, &global);
-        // Everything of this step has arrived here; then everywhere (barrier) before step + 1 sends.
-        let mut received =
-            incoming.recv().map_err(|_| Error::Remote { rank: Some(rank), message: "receiver unit ended".into() })?;
-        if local_combine {
-            join_local(program, &mut local, &mut received.array);
-        }
-        t.barrier()?;
+        Ok(global)
+    }
 
-        let io = runner.io_snapshot().since(&io_before);
+    /// Everything of this step has arrived here (joined with this rank's own messages); then
+    /// everywhere (barrier) before step + 1 sends.
+    fn receive_step(
+        &self,
+        incoming: &Receiver<Incoming<S::Msg>>,
+        local: &mut [Option<S::Msg>],
+    ) -> Result<Incoming<S::Msg>> {
+        let mut received = incoming
+            .recv()
+            .map_err(|_| Error::Remote { rank: Some(self.rank()), message: "receiver unit ended".into() })?;
+        if self.combines_locally() {
+            join_local(self.program, local, &mut received.array);
+        }
+        self.settings.transport.barrier()?;
+        Ok(received)
+    }
+
+    fn record_step(
+        &self,
+        step: usize,
+        started: Instant,
+        io_before: &IoSnapshot,
+        totals: &Totals,
+        global: &Totals,
+        figures: &StepFigures,
+    ) {
+        let io = self.runner.io_snapshot().since(io_before);
         let mut stats = IterationStats {
             iteration: step,
-            active_vertices: computed,
-            edges_processed: lists.edges_read,
+            active_vertices: figures.computed,
+            edges_processed: figures.edges_read,
             bytes_read: io.bytes_read,
             bytes_written: io.bytes_written,
             seconds: started.elapsed().as_secs_f64(),
@@ -876,43 +935,188 @@ fn compute_unit<S: StepProgram>(
         };
         stats.extra.insert("messages_sent".into(), totals.messages.into());
         stats.extra.insert("messages_sent_all_ranks".into(), global.messages.into());
-        stats.extra.insert("messages_combined_locally".into(), messages_local.into());
-        stats.extra.insert("message_files".into(), files_this_step.into());
-        stats.extra.insert("batches_received".into(), batches.into());
-        stats.extra.insert("message_bytes_received".into(), incoming_bytes.into());
-        stats.extra.insert("edge_stream_seeks".into(), lists.seeks().into());
+        stats.extra.insert("messages_combined_locally".into(), figures.messages_local.into());
+        stats.extra.insert("message_files".into(), figures.message_files.into());
+        stats.extra.insert("batches_received".into(), figures.batches.into());
+        stats.extra.insert("message_bytes_received".into(), figures.bytes_received.into());
+        stats.extra.insert("edge_stream_seeks".into(), figures.seeks.into());
         stats.extra.insert("awake_after".into(), global.awake.into());
-        runner.record_iteration(stats);
-        bar.inc(1);
-        previous = global;
-        if stop {
-            for path in &received.files {
-                let _ = std::fs::remove_file(path);
-            }
-            if settings.checkpoint_every.is_some() || settings.resume {
-                checkpoint::remove(rank_dir);
-            }
-            bar.finish();
-            return Ok(step);
-        }
-        if settings.checkpoint_every.is_some_and(|n| (step + 1) % n.max(1) == 0) {
-            checkpoint::write(
-                rank_dir,
-                fingerprint,
-                step + 1,
-                &previous,
-                values,
-                &halted,
-                &received.files,
-                received.array.as_deref(),
-                &counters,
-            )?;
-            t.barrier()?;
-            checkpoint::commit(rank_dir)?;
-        }
-        arrived = Some(received);
+        self.runner.record_iteration(stats);
     }
-    unreachable!("the superstep loop returns")
+
+    /// After the last step: the messages nobody will read and the checkpoints go.
+    fn end_run(&self, received: &Incoming<S::Msg>) {
+        for path in &received.files {
+            let _ = std::fs::remove_file(path);
+        }
+        if self.settings.checkpoint_every.is_some() || self.settings.resume {
+            checkpoint::remove(self.rank_dir);
+        }
+    }
+
+    /// Checkpoints the state before step + 1 when one is due, committed once every rank wrote.
+    fn checkpoint_if_due(
+        &self,
+        step: usize,
+        state: &LoopState<S>,
+        values: &[S::Value],
+        received: &Incoming<S::Msg>,
+    ) -> Result<()> {
+        if !self.settings.checkpoint_every.is_some_and(|n| (step + 1) % n.max(1) == 0) {
+            return Ok(());
+        }
+        checkpoint::write(
+            self.rank_dir,
+            self.fingerprint,
+            step + 1,
+            &state.previous,
+            values,
+            &state.halted,
+            &received.files,
+            received.array.as_deref(),
+            &self.counters,
+        )?;
+        self.settings.transport.barrier()?;
+        checkpoint::commit(self.rank_dir)
+    }
+}
+
+impl<M: Wire> Arrived<M> {
+    /// Collects the messages to vertex `i` into `messages` (combined as they are read when the
+    /// program has a combiner).
+    fn take_messages<S: StepProgram<Msg = M>>(
+        &mut self,
+        program: &S,
+        rank: usize,
+        i: usize,
+        vertex: &VertexRecord,
+        messages: &mut Vec<M>,
+    ) -> Result<()> {
+        messages.clear();
+        if let Some(m) = self.merged.as_mut() {
+            while let Some(name) = m.peek_name() {
+                if name > vertex.name {
+                    break;
+                }
+                if name < vertex.name {
+                    return Err(not_owned(rank, name));
+                }
+                m.pop_record(&mut |bytes| {
+                    let msg = M::get(bytes);
+                    match messages.last_mut() {
+                        Some(last) if program.has_combiner() => *last = program.combine(last, &msg),
+                        _ => messages.push(msg),
+                    }
+                })?;
+            }
+        } else if let Some(slot) = self.array.as_mut().and_then(|a| a[i].take()) {
+            messages.push(slot);
+        }
+        Ok(())
+    }
+
+    /// A message left after the rank's last vertex was for a vertex the rank does not own.
+    fn check_drained(&self, rank: usize) -> Result<()> {
+        match self.merged.as_ref().and_then(MergedBatches::peek_name) {
+            Some(name) => Err(not_owned(rank, name)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn not_owned(rank: usize, name: u64) -> Error {
+    Error::Remote {
+        rank: Some(rank),
+        message: format!("message for vertex name {name}, which rank {rank} does not own"),
+    }
+}
+
+/// The outgoing messages of one step: one buffer per destination, a full one written as a file of
+/// the outgoing stream and handed to U_s at once; messages to this rank's own vertices are folded
+/// into `local` instead when the unit combines locally.
+struct Outbox<'u, S: StepProgram> {
+    unit: &'u ComputeUnit<'u, S>,
+    step: usize,
+    buffers: Vec<Vec<u8>>,
+    local: &'u mut [Option<S::Msg>],
+    seq: &'u mut u64,
+    /// The first error of `send`, which cannot return one.
+    failure: Option<Error>,
+    sent: u64,
+    combined_locally: u64,
+    files: u64,
+}
+
+impl<'u, S: StepProgram> Outbox<'u, S> {
+    fn new(unit: &'u ComputeUnit<'u, S>, step: usize, local: &'u mut [Option<S::Msg>], seq: &'u mut u64) -> Self {
+        let buffers = vec![Vec::new(); unit.settings.transport.ranks()];
+        Outbox { unit, step, buffers, local, seq, failure: None, sent: 0, combined_locally: 0, files: 0 }
+    }
+
+    fn send(&mut self, name: u64, msg: S::Msg) {
+        self.sent += 1;
+        let (rank, ranks) = (self.unit.rank(), self.buffers.len());
+        let dest = (name % ranks as u64) as usize;
+        if self.unit.combines_locally() && dest == rank {
+            self.combine_locally(name, msg);
+            return;
+        }
+        let (file_size, record_bytes) = (self.unit.file_size(), self.unit.record_bytes);
+        let buffer = &mut self.buffers[dest];
+        if buffer.capacity() == 0 {
+            buffer.reserve_exact(file_size);
+        }
+        name.put(buffer);
+        msg.put(buffer);
+        if buffer.len() + record_bytes > file_size {
+            if let Err(e) = self.write_buffer(dest) {
+                self.failure = self.failure.take().or(Some(e));
+            }
+            self.buffers[dest].clear();
+        }
+    }
+
+    fn combine_locally(&mut self, name: u64, msg: S::Msg) {
+        self.combined_locally += 1;
+        let (rank, ranks) = (self.unit.rank(), self.buffers.len() as u64);
+        let program = self.unit.program;
+        match self.local.get_mut((name / ranks) as usize) {
+            Some(slot) => {
+                *slot = Some(match slot.take() {
+                    Some(old) => program.combine(&old, &msg),
+                    None => msg,
+                })
+            }
+            None => {
+                let message = format!("message for vertex name {name}, beyond rank {rank}'s vertices");
+                self.failure = self.failure.take().or(Some(Error::Remote { rank: Some(rank), message }));
+            }
+        }
+    }
+
+    /// Writes the buffer of `dest` as the next file of the step and hands it to U_s.
+    fn write_buffer(&mut self, dest: usize) -> Result<()> {
+        let step = self.step;
+        let path = self.unit.work.join(format!("out-{step}-{dest}-{}", *self.seq));
+        *self.seq += 1;
+        self.files += 1;
+        write_file(&path, &self.buffers[dest], &self.unit.counters)?;
+        let _ = self.unit.to_sender.send(SenderJob::File { step, dest, path });
+        Ok(())
+    }
+
+    /// The rest of every outgoing buffer becomes a (last) file of this step; then U_s learns
+    /// that the step ended. Returns the number of files of the step.
+    fn flush(mut self) -> Result<u64> {
+        for dest in 0..self.buffers.len() {
+            if !self.buffers[dest].is_empty() {
+                self.write_buffer(dest)?;
+            }
+        }
+        self.buffers = Vec::new();
+        let _ = self.unit.to_sender.send(SenderJob::EndOfStep { step: self.step });
+        Ok(self.files)
+    }
 }
 
 /// Folds the messages this rank sent to its own vertices into the array U_r filled from the

@@ -408,6 +408,46 @@ struct IntervalOutcome {
     direct_messages: u64,
 }
 
+/// What the intervals of one step share.
+#[derive(Clone, Copy)]
+struct StepInputs<'s> {
+    step: usize,
+    plan: StepPlan,
+    ctx: &'s IterationContext,
+    /// Whether active vertices scatter (not in the step after `max_iterations`).
+    scatter_allowed: bool,
+}
+
+/// One interval during a step: its vertices' values and degrees, and the edge sections loaded
+/// for it (memory shard j whole, block j of every other shard: the windows).
+struct IntervalData<P: VertexProgram> {
+    j: usize,
+    v0: VertexId,
+    v1: VertexId,
+    values: Vec<P::Value>,
+    out_degree: Vec<u64>,
+    /// Empty unless backward messages are in use.
+    in_degree: Vec<u64>,
+    memory: EdgeSection,
+    windows: Vec<(usize, EdgeSection)>,
+}
+
+impl<P: VertexProgram> IntervalData<P> {
+    fn len(&self) -> usize {
+        (self.v1 - self.v0) as usize
+    }
+
+    fn edges_loaded(&self) -> u64 {
+        self.memory.len() as u64 + self.windows.iter().map(|(_, w)| w.len() as u64).sum::<u64>()
+    }
+
+    /// The sections holding the interval's out-edges (in their block j): the memory shard and
+    /// the windows.
+    fn out_sections(&self) -> impl Iterator<Item = &EdgeSection> {
+        std::iter::once(&self.memory).chain(self.windows.iter().map(|(_, w)| w))
+    }
+}
+
 impl<'a, P: VertexProgram> Executor<'a, P> {
     fn new(runner: &'a Runner, program: &'a P, policy: DynamicPolicy) -> Result<Self> {
         let store = runner.store();
@@ -509,9 +549,10 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let delayed_before = self.delay.len();
             let mut total = IntervalOutcome::default();
             let mut by_kind = ByKind::default();
+            let inputs = StepInputs { step, plan, ctx: &ctx, scatter_allowed };
             for j in 0..self.layout.shards {
                 // `global` runs over all vertices in order, like the reference engine's sum.
-                self.interval(step, j, plan, &ctx, scatter_allowed, writer.as_mut(), &mut by_kind, &mut total)?;
+                self.interval(inputs, j, writer.as_mut(), &mut by_kind, &mut total)?;
             }
             [global_sum, second_global_sum] = total.global;
             let direct_spilled = self.direct.spilled();
@@ -793,30 +834,56 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
 
     /// One interval of one step: load, gather, apply, scatter (and deliver delayed messages in
     /// shadow iterations), write back, append dirty edges to the next dynamic shards.
-    #[allow(clippy::too_many_arguments)]
     fn interval(
         &mut self,
-        step: usize,
+        s: StepInputs<'_>,
         j: usize,
-        plan: StepPlan,
-        ctx: &IterationContext,
-        scatter_allowed: bool,
         writer: Option<&mut DynamicShardWriter>,
         by_kind: &mut ByKind,
         total: &mut IntervalOutcome,
     ) -> Result<()> {
         let program = self.program;
-        let info = ctx.graph;
+        let mut iv = self.load_interval(s, j, by_kind)?;
+        let (acc, received) = self.gather(s.step, &iv)?;
+        let active = self.apply(s, &mut iv, acc, received);
+        let active_count = active.iter().filter(|&&a| a).count() as u64;
+        for (i, (x, &d)) in iv.values.iter().zip(&iv.out_degree).enumerate() {
+            total.global = add_global_sums(total.global, global_contributions(program, iv.v0 + i as u64, x, d));
+        }
+        let sending = s.scatter_allowed && active_count > 0;
+        if sending {
+            self.scatter_forward(s.step, &mut iv, &active);
+            self.scatter_backward(s.step, &mut iv, &active);
+            if s.plan.kind == StepKind::Dynamic {
+                self.serve_lacking(s.step, &iv, &active, by_kind, total)?;
+            }
+        }
+        if s.plan.kind == StepKind::Shadow && !self.delay.is_empty() {
+            self.deliver_delayed(s.step, &mut iv);
+        }
+        let (written, dirty) =
+            if sending || s.plan.kind == StepKind::Shadow { self.count_records(s.step, &iv) } else { (0, 0) };
+        self.write_interval(s.plan.kind, &iv, by_kind)?;
+        if let (Some(writer), Some(since)) = (writer, s.plan.build_since) {
+            self.append_dirty(writer, since, &iv, by_kind)?;
+        }
+        total.active += if s.scatter_allowed { active_count } else { 0 };
+        total.edges_loaded += iv.edges_loaded();
+        total.dirty += dirty;
+        total.written += written;
+        Ok(())
+    }
+
+    /// The interval's vertex values (initial ones in step 0) and degrees, memory shard j (all
+    /// blocks) and the windows of the other shards (block j).
+    fn load_interval(&self, s: StepInputs<'_>, j: usize, by_kind: &mut ByKind) -> Result<IntervalData<P>> {
         let p = self.layout.shards;
         let (v0, v1) = (self.layout.intervals[j], self.layout.intervals[j + 1]);
         let len = (v1 - v0) as usize;
         let vsize = std::mem::size_of::<P::Value>();
-        let msg = std::mem::size_of::<P::Msg>();
-        let r = self.record;
-
-        // Vertex values and degrees of the interval.
-        let mut values: Vec<P::Value> = if step == 0 {
-            (v0..v1).map(|v| program.init(v, &info)).collect()
+        let info = s.ctx.graph;
+        let values: Vec<P::Value> = if s.step == 0 {
+            (v0..v1).map(|v| self.program.init(v, &info)).collect()
         } else {
             let mut buf = vec![0u8; len * vsize];
             self.values.read_at(&mut buf, v0 * vsize as u64)?;
@@ -832,264 +899,314 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             Some(csr) => degrees(csr)?,
             None => Vec::new(),
         };
-
-        // Memory shard j (all blocks) and the windows of the other shards (block j).
-        let mut memory = self.load(plan.kind, j, 0, p, by_kind)?;
+        let memory = self.load(s.plan.kind, j, 0, p, by_kind)?;
         let mut windows: Vec<(usize, EdgeSection)> = Vec::with_capacity(p.saturating_sub(1));
         for k in (0..p).filter(|&k| k != j) {
-            windows.push((k, self.load(plan.kind, k, j, j + 1, by_kind)?));
+            windows.push((k, self.load(s.plan.kind, k, j, j + 1, by_kind)?));
         }
-        let edges_loaded = memory.len() as u64 + windows.iter().map(|(_, w)| w.len() as u64).sum::<u64>();
+        Ok(IntervalData { j, v0, v1, values, out_degree, in_degree, memory, windows })
+    }
 
-        // Gather the previous step's messages: forward ones on in-edges, backward ones on
-        // out-edges (the windows and the memory shard's own block).
-        let mut acc = vec![program.identity(); len];
-        let mut received = vec![false; len];
-        for (t, m) in self.direct.take_arriving(j)? {
-            let t = (t - v0) as usize;
+    /// Gathers the previous step's messages with `combine`: those delivered directly, forward
+    /// ones on in-edges, backward ones on out-edges (the windows and the memory shard's own
+    /// block). Returns every vertex's accumulator and whether it received a message.
+    fn gather(&mut self, step: usize, iv: &IntervalData<P>) -> Result<(Vec<P::Msg>, Vec<bool>)> {
+        let (program, r, j, v0) = (self.program, self.record, iv.j, iv.v0);
+        let mut acc = vec![program.identity(); iv.len()];
+        let mut received = vec![false; iv.len()];
+        let mut fold = |v: VertexId, m: P::Msg| {
+            let t = (v - v0) as usize;
             acc[t] = program.combine(acc[t], m);
             received[t] = true;
-        }
-        if step > 0 {
-            if self.dirs[0] {
-                for e in 0..memory.len() {
-                    if let Some(m) = EdgeRecord::read::<P::Msg>(&memory.records[0][e * r..(e + 1) * r], step - 1) {
-                        let t = (memory.targets[e] - v0) as usize;
-                        acc[t] = program.combine(acc[t], m);
-                        received[t] = true;
-                    }
-                }
-            }
-            if self.dirs[1] {
-                let own = std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w));
-                for section in own {
-                    for e in section.block(j) {
-                        if let Some(m) = EdgeRecord::read::<P::Msg>(&section.records[1][e * r..(e + 1) * r], step - 1) {
-                            let s = (section.sources[e] - v0) as usize;
-                            acc[s] = program.combine(acc[s], m);
-                            received[s] = true;
-                        }
-                    }
-                }
-            }
-        }
-
-        // Apply, in parallel over the interval's vertices.
-        let active: Vec<bool> = if step == 0 {
-            (v0..v1).map(|v| program.initially_active(v, &info)).collect()
-        } else {
-            let all = program.applies_to_all();
-            values
-                .par_iter_mut()
-                .zip(acc.par_iter().zip(received.par_iter()))
-                .enumerate()
-                .map(|(i, (value, (&m, &got)))| (all || got) && program.apply(v0 + i as u64, value, m, ctx))
-                .collect()
         };
-        drop(acc);
-        drop(received);
-        let active_count = active.iter().filter(|&&a| a).count() as u64;
-        for (i, (x, &d)) in values.iter().zip(&out_degree).enumerate() {
-            total.global = add_global_sums(total.global, global_contributions(program, v0 + i as u64, x, d));
+        for (t, m) in self.direct.take_arriving(j)? {
+            fold(t, m);
         }
+        if step > 0 && self.dirs[0] {
+            let memory = &iv.memory;
+            for e in 0..memory.len() {
+                if let Some(m) = EdgeRecord::read::<P::Msg>(&memory.records[0][e * r..(e + 1) * r], step - 1) {
+                    fold(memory.targets[e], m);
+                }
+            }
+        }
+        if step > 0 && self.dirs[1] {
+            for section in iv.out_sections() {
+                for e in section.block(j) {
+                    if let Some(m) = EdgeRecord::read::<P::Msg>(&section.records[1][e * r..(e + 1) * r], step - 1) {
+                        fold(section.sources[e], m);
+                    }
+                }
+            }
+        }
+        Ok((acc, received))
+    }
 
-        // Scatter of active vertices along the edges present.
-        let sending = scatter_allowed && active_count > 0;
-        let weight_of = |s: &EdgeSection, e: usize| if s.weights.is_empty() { 1.0 } else { s.weights[e] };
-        if sending {
-            let scatter_forward = |section: &mut EdgeSection| {
-                let range = section.block(j);
-                let mut wrote = false;
-                for e in range {
-                    let src = section.sources[e];
-                    if !active[(src - v0) as usize] {
-                        continue;
-                    }
-                    let edge = EdgeRef {
-                        source: src,
-                        target: section.targets[e],
-                        weight: weight_of(section, e),
-                        source_out_degree: out_degree[(src - v0) as usize],
-                    };
-                    if let Some(m) = program.scatter(&values[(src - v0) as usize], edge) {
-                        EdgeRecord::write(&mut section.records[0][e * r..(e + 1) * r], step, &m);
-                        wrote = true;
-                    }
+    /// Apply, in parallel over the interval's vertices, with the previous iteration's context;
+    /// returns which vertices are active (in step 0: the initially active ones).
+    fn apply(&self, s: StepInputs<'_>, iv: &mut IntervalData<P>, acc: Vec<P::Msg>, received: Vec<bool>) -> Vec<bool> {
+        let (program, v0) = (self.program, iv.v0);
+        if s.step == 0 {
+            let info = s.ctx.graph;
+            return (v0..iv.v1).map(|v| program.initially_active(v, &info)).collect();
+        }
+        let all = program.applies_to_all();
+        iv.values
+            .par_iter_mut()
+            .zip(acc.par_iter().zip(received.par_iter()))
+            .enumerate()
+            .map(|(i, (value, (&m, &got)))| (all || got) && program.apply(v0 + i as u64, value, m, s.ctx))
+            .collect()
+    }
+
+    /// Scatter of the active vertices into the records of their out-edges present (windows in
+    /// parallel, then the memory shard's block j).
+    fn scatter_forward(&self, step: usize, iv: &mut IntervalData<P>, active: &[bool]) {
+        if !self.dirs[0] {
+            return;
+        }
+        let j = iv.j;
+        let senders = Senders::new(self, step, &iv.values, &iv.out_degree, iv.v0, active);
+        iv.windows.par_iter_mut().for_each(|(_, w)| senders.send_block(w, j, 0));
+        senders.send_block(&mut iv.memory, j, 0);
+    }
+
+    /// Scatter of the active vertices against edge direction, into the backward records of their
+    /// in-edges (the memory shard), block by block.
+    fn scatter_backward(&self, step: usize, iv: &mut IntervalData<P>, active: &[bool]) {
+        if !self.dirs[1] {
+            return;
+        }
+        let senders = Senders::new(self, step, &iv.values, &iv.out_degree, iv.v0, active);
+        for block in 0..self.layout.shards {
+            senders.send_block(&mut iv.memory, block, 1);
+        }
+    }
+
+    /// Active vertices lacking an edge on a dynamic shard are served from their adjacency lists
+    /// at once, or wait in the delay buffer for a shadow iteration.
+    fn serve_lacking(
+        &mut self,
+        step: usize,
+        iv: &IntervalData<P>,
+        active: &[bool],
+        by_kind: &mut ByKind,
+        total: &mut IntervalOutcome,
+    ) -> Result<()> {
+        let lacking = self.lacking(iv, active);
+        match self.delivery {
+            DelayedDelivery::Adjacency => {
+                let sections = Sections { memory: &iv.memory, windows: &iv.windows };
+                self.deliver_directly(iv.j, &lacking, sections, &iv.values, &iv.out_degree, by_kind, total)?;
+            }
+            DelayedDelivery::Shadow => {
+                for i in lacking {
+                    self.delay.push(step, iv.v0 + i as u64, iv.values[i]);
                 }
-                if wrote {
-                    section.mark_block(j);
+            }
+        }
+        Ok(())
+    }
+
+    /// The active vertices (offsets in the interval) with fewer edges on the loaded shards than
+    /// in the graph, in the directions in use.
+    fn lacking(&self, iv: &IntervalData<P>, active: &[bool]) -> Vec<usize> {
+        let (len, v0) = (iv.len(), iv.v0);
+        let mut present = vec![0u64; len];
+        if self.dirs[0] {
+            for section in iv.out_sections() {
+                for e in section.block(iv.j) {
+                    present[(section.sources[e] - v0) as usize] += 1;
                 }
+            }
+        }
+        if self.dirs[1] {
+            for &t in &iv.memory.targets {
+                present[(t - v0) as usize] += 1;
+            }
+        }
+        (0..len)
+            .filter(|&i| {
+                let needed =
+                    if self.dirs[0] { iv.out_degree[i] } else { 0 } + if self.dirs[1] { iv.in_degree[i] } else { 0 };
+                active[i] && present[i] < needed
+            })
+            .collect()
+    }
+
+    /// Shadow iterations deliver the delayed messages of the interval's vertices along the
+    /// edges that were missing when they were delayed, folded with `combine`.
+    fn deliver_delayed(&self, step: usize, iv: &mut IntervalData<P>) {
+        let (program, r, j, v0) = (self.program, self.record, iv.j, iv.v0);
+        let delayed = self.delay.entries_in(v0, iv.v1);
+        let mut slot_of = vec![usize::MAX; iv.len()];
+        for (idx, (v, _)) in delayed.iter().enumerate() {
+            slot_of[(v - v0) as usize] = idx;
+        }
+        let out_degree = &iv.out_degree;
+        let deliver = |section: &mut EdgeSection, d: usize, e: usize, from: VertexId, to: VertexId| {
+            let idx = slot_of[(from - v0) as usize];
+            if idx == usize::MAX {
+                return;
+            }
+            let present_until = section.last_present[e] as usize;
+            let edge = EdgeRef {
+                source: from,
+                target: to,
+                weight: edge_weight(section, e),
+                source_out_degree: out_degree[(from - v0) as usize],
             };
-            if self.dirs[0] {
-                windows.par_iter_mut().for_each(|(_, w)| scatter_forward(w));
-                scatter_forward(&mut memory);
-            }
-            if self.dirs[1] {
-                for block in 0..p {
-                    let mut wrote = false;
-                    for e in memory.block(block) {
-                        let t = memory.targets[e];
-                        if !active[(t - v0) as usize] {
-                            continue;
-                        }
-                        let edge = EdgeRef {
-                            source: t,
-                            target: memory.sources[e],
-                            weight: weight_of(&memory, e),
-                            source_out_degree: out_degree[(t - v0) as usize],
-                        };
-                        if let Some(m) = program.scatter(&values[(t - v0) as usize], edge) {
-                            EdgeRecord::write(&mut memory.records[1][e * r..(e + 1) * r], step, &m);
-                            wrote = true;
-                        }
-                    }
-                    if wrote {
-                        memory.mark_block(block);
-                    }
+            let mut folded: Option<P::Msg> = None;
+            for (_, value) in delayed[idx].1.iter().filter(|(t, _)| *t > present_until) {
+                if let Some(m) = program.scatter(value, edge) {
+                    folded = Some(folded.map_or(m, |f| program.combine(f, m)));
                 }
             }
-            // Active vertices lacking an edge on a dynamic shard wait in the delay buffer.
-            if plan.kind == StepKind::Dynamic {
-                let mut present = vec![0u64; len];
-                if self.dirs[0] {
-                    for section in std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w)) {
-                        for e in section.block(j) {
-                            present[(section.sources[e] - v0) as usize] += 1;
-                        }
-                    }
-                }
-                if self.dirs[1] {
-                    for &t in &memory.targets {
-                        present[(t - v0) as usize] += 1;
-                    }
-                }
-                let lacking: Vec<usize> = (0..len)
-                    .filter(|&i| {
-                        let needed =
-                            if self.dirs[0] { out_degree[i] } else { 0 } + if self.dirs[1] { in_degree[i] } else { 0 };
-                        active[i] && present[i] < needed
-                    })
-                    .collect();
-                match self.delivery {
-                    DelayedDelivery::Adjacency => {
-                        let sections = Sections { memory: &memory, windows: &windows };
-                        self.deliver_directly(j, &lacking, sections, &values, &out_degree, by_kind, total)?;
-                    }
-                    DelayedDelivery::Shadow => {
-                        for i in lacking {
-                            self.delay.push(step, v0 + i as u64, values[i]);
-                        }
-                    }
+            if let Some(m) = folded {
+                let rec = &mut section.records[d][e * r..(e + 1) * r];
+                let m = EdgeRecord::read::<P::Msg>(rec, step).map_or(m, |now| program.combine(now, m));
+                EdgeRecord::write(rec, step, &m);
+                section.mark_edge(e);
+            }
+        };
+        if self.dirs[0] {
+            for section in std::iter::once(&mut iv.memory).chain(iv.windows.iter_mut().map(|(_, w)| w)) {
+                for e in section.block(j) {
+                    let (s, t) = (section.sources[e], section.targets[e]);
+                    deliver(section, 0, e, s, t);
                 }
             }
         }
-
-        // Shadow iterations deliver the delayed messages of the interval's vertices along the
-        // edges that were missing when they were delayed, folded with `combine`.
-        if plan.kind == StepKind::Shadow && !self.delay.is_empty() {
-            let delayed = self.delay.entries_in(v0, v1);
-            let mut slot_of = vec![usize::MAX; len];
-            for (idx, (v, _)) in delayed.iter().enumerate() {
-                slot_of[(v - v0) as usize] = idx;
-            }
-            let deliver = |section: &mut EdgeSection, d: usize, e: usize, from: VertexId, to: VertexId| {
-                let idx = slot_of[(from - v0) as usize];
-                if idx == usize::MAX {
-                    return;
-                }
-                let present_until = section.last_present[e] as usize;
-                let edge = EdgeRef {
-                    source: from,
-                    target: to,
-                    weight: weight_of(section, e),
-                    source_out_degree: out_degree[(from - v0) as usize],
-                };
-                let mut folded: Option<P::Msg> = None;
-                for (t, value) in delayed[idx].1.iter().filter(|(t, _)| *t > present_until) {
-                    let _ = t;
-                    if let Some(m) = program.scatter(value, edge) {
-                        folded = Some(folded.map_or(m, |f| program.combine(f, m)));
-                    }
-                }
-                if let Some(m) = folded {
-                    let rec = &mut section.records[d][e * r..(e + 1) * r];
-                    let m = EdgeRecord::read::<P::Msg>(rec, step).map_or(m, |now| program.combine(now, m));
-                    EdgeRecord::write(rec, step, &m);
-                    section.mark_edge(e);
-                }
-            };
-            if self.dirs[0] {
-                for section in std::iter::once(&mut memory).chain(windows.iter_mut().map(|(_, w)| w)) {
-                    for e in section.block(j) {
-                        let (s, t) = (section.sources[e], section.targets[e]);
-                        deliver(section, 0, e, s, t);
-                    }
-                }
-            }
-            if self.dirs[1] {
-                for e in 0..memory.len() {
-                    let (s, t) = (memory.sources[e], memory.targets[e]);
-                    deliver(&mut memory, 1, e, t, s);
-                }
+        if self.dirs[1] {
+            for e in 0..iv.memory.len() {
+                let (s, t) = (iv.memory.sources[e], iv.memory.targets[e]);
+                deliver(&mut iv.memory, 1, e, t, s);
             }
         }
+    }
 
-        // Records written in this step, and the dirty ones among them (non-identity message).
+    /// Records written in this step, and the dirty ones among them (non-identity message).
+    fn count_records(&self, step: usize, iv: &IntervalData<P>) -> (u64, u64) {
+        let (r, msg) = (self.record, std::mem::size_of::<P::Msg>());
         let (mut written, mut dirty) = (0u64, 0u64);
-        if sending || plan.kind == StepKind::Shadow {
-            let mut count = |section: &EdgeSection, range: std::ops::Range<usize>, d: usize| {
-                for e in range {
-                    let rec = &section.records[d][e * r..(e + 1) * r];
-                    if EdgeRecord::read::<P::Msg>(rec, step).is_some() {
-                        written += 1;
-                        dirty += EdgeRecord::dirty_since(rec, msg, step, &self.identity) as u64;
-                    }
-                }
-            };
-            if self.dirs[0] {
-                for section in std::iter::once(&memory).chain(windows.iter().map(|(_, w)| w)) {
-                    count(section, section.block(j), 0);
+        let mut count = |section: &EdgeSection, range: std::ops::Range<usize>, d: usize| {
+            for e in range {
+                let rec = &section.records[d][e * r..(e + 1) * r];
+                if EdgeRecord::read::<P::Msg>(rec, step).is_some() {
+                    written += 1;
+                    dirty += EdgeRecord::dirty_since(rec, msg, step, &self.identity) as u64;
                 }
             }
-            if self.dirs[1] {
-                count(&memory, 0..memory.len(), 1);
+        };
+        if self.dirs[0] {
+            for section in iv.out_sections() {
+                count(section, section.block(iv.j), 0);
             }
         }
+        if self.dirs[1] {
+            count(&iv.memory, 0..iv.memory.len(), 1);
+        }
+        (written, dirty)
+    }
 
-        // Write back values and changed records.
-        let mut bytes = Vec::with_capacity(len * vsize);
-        for x in &values {
+    /// Writes back the interval's values and the records that changed.
+    fn write_interval(&self, kind: StepKind, iv: &IntervalData<P>, by_kind: &mut ByKind) -> Result<()> {
+        let vsize = std::mem::size_of::<P::Value>();
+        let mut bytes = Vec::with_capacity(iv.len() * vsize);
+        for x in &iv.values {
             bytes.extend_from_slice(edges::pod_bytes(x));
         }
-        self.values.write_at(&bytes, v0 * vsize as u64)?;
+        self.values.write_at(&bytes, iv.v0 * vsize as u64)?;
         drop(bytes);
-        self.write_back(plan.kind, j, &memory, by_kind)?;
-        for (k, w) in &windows {
-            self.write_back(plan.kind, *k, w, by_kind)?;
+        self.write_back(kind, iv.j, &iv.memory, by_kind)?;
+        for (k, w) in &iv.windows {
+            self.write_back(kind, *k, w, by_kind)?;
         }
-
-        // Append the dirty edges whose updates are all known by now to the next dynamic shards.
-        if let (Some(writer), Some(since)) = (writer, plan.build_since) {
-            let before = self.runner.io_snapshot();
-            let dirs = self.dirs;
-            let identity = &self.identity;
-            let keep = |section: &EdgeSection, e: usize| {
-                (0..2).any(|d| {
-                    dirs[d] && EdgeRecord::dirty_since(&section.records[d][e * r..(e + 1) * r], msg, since, identity)
-                })
-            };
-            for block in 0..=j {
-                writer.append_block(j, &memory, block, r, |e| keep(&memory, e))?;
-            }
-            for (k, w) in windows.iter().filter(|(k, _)| *k < j) {
-                writer.append_block(*k, w, j, r, |e| keep(w, e))?;
-            }
-            by_kind.dynamic_written += self.runner.io_snapshot().since(&before).bytes_written;
-        }
-        total.active += if scatter_allowed { active_count } else { 0 };
-        total.edges_loaded += edges_loaded;
-        total.dirty += dirty;
-        total.written += written;
         Ok(())
+    }
+
+    /// Appends the dirty edges whose updates are all known by now to the next dynamic shards.
+    fn append_dirty(
+        &self,
+        writer: &mut DynamicShardWriter,
+        since: usize,
+        iv: &IntervalData<P>,
+        by_kind: &mut ByKind,
+    ) -> Result<()> {
+        let (r, msg, j) = (self.record, std::mem::size_of::<P::Msg>(), iv.j);
+        let before = self.runner.io_snapshot();
+        let dirs = self.dirs;
+        let identity = &self.identity;
+        let keep = |section: &EdgeSection, e: usize| {
+            (0..2).any(|d| {
+                dirs[d] && EdgeRecord::dirty_since(&section.records[d][e * r..(e + 1) * r], msg, since, identity)
+            })
+        };
+        for block in 0..=j {
+            writer.append_block(j, &iv.memory, block, r, |e| keep(&iv.memory, e))?;
+        }
+        for (k, w) in iv.windows.iter().filter(|(k, _)| *k < j) {
+            writer.append_block(*k, w, j, r, |e| keep(w, e))?;
+        }
+        by_kind.dynamic_written += self.runner.io_snapshot().since(&before).bytes_written;
+        Ok(())
+    }
+}
+
+/// The interval's vertices as senders of one step's scatter.
+struct Senders<'i, P: VertexProgram> {
+    program: &'i P,
+    record: usize,
+    step: usize,
+    values: &'i [P::Value],
+    out_degree: &'i [u64],
+    v0: VertexId,
+    active: &'i [bool],
+}
+
+impl<'i, P: VertexProgram> Senders<'i, P> {
+    fn new(
+        executor: &Executor<'i, P>,
+        step: usize,
+        values: &'i [P::Value],
+        out_degree: &'i [u64],
+        v0: VertexId,
+        active: &'i [bool],
+    ) -> Self {
+        Senders { program: executor.program, record: executor.record, step, values, out_degree, v0, active }
+    }
+
+    /// Sends along the edges of block `block` of `section` in direction `d` (0: forward, from
+    /// source to target, 1: backward), writing each active sender's message into the edge's
+    /// record of that direction; marks the block if any record was written.
+    fn send_block(&self, section: &mut EdgeSection, block: usize, d: usize) {
+        let r = self.record;
+        let mut wrote = false;
+        for e in section.block(block) {
+            let (s, t) = (section.sources[e], section.targets[e]);
+            let (from, to) = if d == 0 { (s, t) } else { (t, s) };
+            let i = (from - self.v0) as usize;
+            if !self.active[i] {
+                continue;
+            }
+            let weight = edge_weight(section, e);
+            let edge = EdgeRef { source: from, target: to, weight, source_out_degree: self.out_degree[i] };
+            if let Some(m) = self.program.scatter(&self.values[i], edge) {
+                EdgeRecord::write(&mut section.records[d][e * r..(e + 1) * r], self.step, &m);
+                wrote = true;
+            }
+        }
+        if wrote {
+            section.mark_block(block);
+        }
+    }
+}
+
+/// The weight of edge `e` of a section: 1 when the section carries none.
+fn edge_weight(section: &EdgeSection, e: usize) -> f64 {
+    if section.weights.is_empty() {
+        1.0
+    } else {
+        section.weights[e]
     }
 }
