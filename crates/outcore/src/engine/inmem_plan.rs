@@ -49,7 +49,7 @@ impl Engine for InMemoryEngine {
             layouts = 2;
             visits /= PULL_SAVING;
         }
-        let read = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.adjacency_bytes(shape) };
+        let read = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.layout_bytes(shape) };
         let mut plan = Plan::new(self.kind(), &work)
             .with_part("adjacency", layouts * loaded_csr_bytes(graph))
             .with_part("vertex state", graph.vertices * per_vertex)

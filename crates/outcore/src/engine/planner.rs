@@ -295,15 +295,21 @@ impl PlanGraph {
 
     /// Bytes of the adjacency layouts a program of `shape` reads.
     /// A weighted store's weights (8 bytes an arc in each layout) count only when the program
-    /// reads them: engines that stream the layouts skip the weights file otherwise.
+    /// reads them: engines that stream or page the layouts skip the weights file otherwise.
     pub fn adjacency_bytes(&self, shape: &ProgramShape) -> u64 {
-        let (layouts, bytes) = match (shape.layouts(self.directed), shape.direction) {
-            (2, _) => (2, self.csr_out_bytes + self.csr_in_bytes),
-            (_, EdgeDirection::In) if self.directed => (1, self.csr_in_bytes),
-            _ => (1, self.csr_out_bytes),
-        };
-        let unread_weights = if self.weighted && !shape.uses_weights { layouts * self.arcs * 8 } else { 0 };
-        bytes.saturating_sub(unread_weights)
+        let unread_weights =
+            if self.weighted && !shape.uses_weights { shape.layouts(self.directed) * self.arcs * 8 } else { 0 };
+        self.layout_bytes(shape).saturating_sub(unread_weights)
+    }
+
+    /// Bytes of the whole layouts (offsets, targets, weights) a program of `shape` reads, as an
+    /// engine that loads them (`CsrLayout::load`) reads them.
+    pub fn layout_bytes(&self, shape: &ProgramShape) -> u64 {
+        match (shape.layouts(self.directed), shape.direction) {
+            (2, _) => self.csr_out_bytes + self.csr_in_bytes,
+            (_, EdgeDirection::In) if self.directed => self.csr_in_bytes,
+            _ => self.csr_out_bytes,
+        }
     }
 
     /// True when a derived layout whose name starts with `prefix` is built.
