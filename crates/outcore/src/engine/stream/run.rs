@@ -27,11 +27,12 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let gap = calibrate::resolve_gap_threshold(options.gap_threshold, runner.store().dir());
     let mut values: Vec<P::Value> = (0..info.num_vertices).into_par_iter().map(|v| program.init(v, &info)).collect();
     let mut state = RunState::new(runner, program, &plan, &layouts, &options);
+    let run = Run { runner, program, options: &options, plan: &plan, layouts: &layouts, gap };
     let (mut active_vertices, mut active_edges) =
         fill_frontier(&mut state.frontier, &layouts.offsets()[..layouts.push_layouts], |v| {
             program.initially_active(v, &info)
         });
-    record_setup(runner, &options, &plan, &layouts, &gap, &state);
+    record_setup(&run, &state);
 
     let bar = runner.progress().start(
         "iterations (stream)",
@@ -47,11 +48,11 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let started = Instant::now();
         let io_before = runner.io_snapshot();
         let global = global_sums(program, &values, layouts.out_offsets());
-        let step = Step::schedule(&layouts, &state, &options, gap.bytes, active_vertices, &active_edges, info.num_arcs);
+        let step = Step::schedule(&run, &state, active_vertices, &active_edges);
         let passed = if step.pulling {
-            pull_iteration(runner, program, &layouts, &plan, &mut state, &values, &step, active_vertices)?
+            pull_iteration(&run, &mut state, &values, &step, active_vertices)?
         } else {
-            push_iteration(runner, program, &layouts, &mut state, &values, &step, gap.bytes, &options)?
+            push_iteration(&run, &mut state, &values, &step)?
         };
         let edges_processed = state.take_scattered_edges(runner)?;
 
@@ -71,18 +72,16 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         let compute_seconds = passed.scatter_seconds + applying.elapsed().as_secs_f64();
 
         let io = runner.io_snapshot().since(&io_before);
-        let record = IterationRecord { iteration, active_vertices, edges_processed, compute_seconds, started };
-        record_iteration(
-            runner,
-            &layouts,
-            &state,
-            &step,
-            &passed,
-            &active_edges,
-            &record,
-            io.bytes_read,
-            io.bytes_written,
-        );
+        let record = IterationRecord {
+            iteration,
+            active_vertices,
+            edges_processed,
+            compute_seconds,
+            started,
+            bytes_read: io.bytes_read,
+            bytes_written: io.bytes_written,
+        };
+        record_iteration(&run, &state, &step, &passed, &active_edges, &record);
         bar.set_message(&format!(
             "iteration {iteration}: {active_vertices} active, {} read in {} chunks ({}), io wait {:.2}s, compute {:.2}s",
             format_size(io.bytes_read),
@@ -101,6 +100,16 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     }
     bar.finish();
     Ok(values)
+}
+
+/// What every step of a run reads and none changes.
+struct Run<'a, P> {
+    runner: &'a Runner,
+    program: &'a P,
+    options: &'a StreamOptions,
+    plan: &'a MemoryPlan,
+    layouts: &'a RunLayouts,
+    gap: calibrate::GapThreshold,
 }
 
 /// The layouts a run reads, opened once: offsets in memory, edge files on disk.
@@ -270,15 +279,14 @@ impl Step {
     /// Pull when the frontier is dense enough (see [`pull`]) or the pull is all in memory and
     /// cheaper, else push; read densely past [`StreamOptions::dense_fraction`]; read directly
     /// when the bytes outgrow the page cache.
-    fn schedule<M: Copy + Send + Sync>(
-        layouts: &RunLayouts,
-        state: &RunState<M>,
-        options: &StreamOptions,
-        gap_bytes: u64,
+    fn schedule<P: VertexProgram>(
+        run: &Run<'_, P>,
+        state: &RunState<P::Msg>,
         active_vertices: u64,
         active_edges: &[u64],
-        arcs: u64,
     ) -> Step {
+        let (layouts, options) = (run.layouts, run.options);
+        let arcs = run.runner.graph_info().num_arcs;
         let reverse = layouts.reverse_index;
         let pulling = reverse.is_some() && pull::pulls(active_vertices, active_edges.iter().sum(), arcs);
         let pulling = pulling
@@ -291,7 +299,7 @@ impl Step {
                         layouts.push_layouts,
                         &state.frontier,
                         options,
-                        gap_bytes,
+                        run.gap.bytes,
                         state.resident.bytes(),
                     )
             });
@@ -334,17 +342,14 @@ struct Passed {
 /// Streams the reverse layout and folds each target's messages (see [`pull`]). The first pull
 /// of a run whose reverse layout will stay resident orders the sources by degree as it copies
 /// the ids into memory ([`order_for_first_pull`]).
-#[allow(clippy::too_many_arguments)]
 fn pull_iteration<P: VertexProgram>(
-    runner: &Runner,
-    program: &P,
-    layouts: &RunLayouts,
-    plan: &MemoryPlan,
+    run: &Run<'_, P>,
     state: &mut RunState<P::Msg>,
     values: &[P::Value],
     step: &Step,
     active_vertices: u64,
 ) -> Result<Passed> {
+    let (program, layouts) = (run.program, run.layouts);
     let r = layouts.reverse_index.expect("a pull iteration has a reverse layout");
     let offsets = layouts.offsets();
     let mut scatter_seconds = 0.0f64;
@@ -353,7 +358,7 @@ fn pull_iteration<P: VertexProgram>(
         let computing = Instant::now();
         if state.renumbered.is_none() {
             let first = FirstPull { layout: r, edges: layouts.edges(r), edge_bytes: layouts.files[r].edge_bytes() };
-            let spare_accumulators = plan.accumulator * (state.accumulators.len() as u64 - 1);
+            let spare_accumulators = run.plan.accumulator * (state.accumulators.len() as u64 - 1);
             slot_of =
                 order_for_first_pull(sources, &state.resident, &first, offsets[0], layouts.wide, spare_accumulators);
             let order_bytes = pull::SourceOrder::bytes(values.len()).0;
@@ -376,7 +381,7 @@ fn pull_iteration<P: VertexProgram>(
         sources: state.sources.as_ref(),
         wide: layouts.wide,
     };
-    let reader = reader_for(runner, layouts, step);
+    let reader = reader_for(run, step);
     let plans = vec![(r, ChunkPlan::rest(state.resident.prefix(r).1, layouts.edges(r)))];
     let acc = &mut state.accumulators[0];
     let (resident_edges, streamed) = pass(
@@ -409,17 +414,13 @@ fn pull_iteration<P: VertexProgram>(
 
 /// Streams the frontier's chunks of the push layouts (all of them when dense) and scatters
 /// their messages into the accumulators.
-#[allow(clippy::too_many_arguments)]
 fn push_iteration<P: VertexProgram>(
-    runner: &Runner,
-    program: &P,
-    layouts: &RunLayouts,
+    run: &Run<'_, P>,
     state: &mut RunState<P::Msg>,
     values: &[P::Value],
     step: &Step,
-    gap_bytes: u64,
-    options: &StreamOptions,
 ) -> Result<Passed> {
+    let layouts = run.layouts;
     let offsets = layouts.offsets();
     let from = step.dense_layout.map_or(0, |l| state.resident.prefix(l).1);
     let plans: Vec<(usize, ChunkPlan<'_>)> = layouts.layouts[..layouts.push_layouts]
@@ -427,11 +428,11 @@ fn push_iteration<P: VertexProgram>(
         .zip(&layouts.files)
         .enumerate()
         .map(|(i, (layout, f))| {
-            (i, push_plan(layout, f, &state.frontier, step.dense.then_some(from), options, gap_bytes))
+            (i, push_plan(layout, f, &state.frontier, step.dense.then_some(from), run.options, run.gap.bytes))
         })
         .collect();
     let scatter = Scatter {
-        program,
+        program: run.program,
         frontier: &state.frontier,
         values,
         offsets: &offsets,
@@ -439,7 +440,7 @@ fn push_iteration<P: VertexProgram>(
         wide: layouts.wide,
         n: values.len() as u64,
     };
-    let reader = reader_for(runner, layouts, step);
+    let reader = reader_for(run, step);
     let mut scatter_seconds = 0.0f64;
     let accumulators = &mut state.accumulators;
     let (resident_edges, streamed) =
@@ -452,26 +453,20 @@ fn push_iteration<P: VertexProgram>(
     Ok(Passed { resident_edges, streamed, scatter_seconds })
 }
 
-fn reader_for<'a>(runner: &'a Runner, layouts: &'a RunLayouts, step: &Step) -> ChunkReader<'a> {
-    let store = runner.store();
+fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
+    let runner = run.runner;
     ChunkReader {
-        layouts: &layouts.files,
+        layouts: &run.layouts.files,
         direct: step.direct,
-        counters: store.counters(),
+        counters: runner.store().counters(),
         cancel: runner.cancel_token(),
     }
 }
 
 /// The run's set-up, once, in the stats' `stream` section.
-fn record_setup<M>(
-    runner: &Runner,
-    options: &StreamOptions,
-    plan: &MemoryPlan,
-    layouts: &RunLayouts,
-    gap: &calibrate::GapThreshold,
-    state: &RunState<M>,
-) {
-    runner.record_extra(
+fn record_setup<P, M>(run: &Run<'_, P>, state: &RunState<M>) {
+    let (options, plan, layouts, gap) = (run.options, run.plan, run.layouts, &run.gap);
+    run.runner.record_extra(
         "stream",
         serde_json::json!({
             "schedule": options.schedule.name(),
@@ -500,19 +495,17 @@ struct IterationRecord {
     edges_processed: u64,
     compute_seconds: f64,
     started: Instant,
+    bytes_read: u64,
+    bytes_written: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn record_iteration<M>(
-    runner: &Runner,
-    layouts: &RunLayouts,
+fn record_iteration<P, M>(
+    run: &Run<'_, P>,
     state: &RunState<M>,
     step: &Step,
     passed: &Passed,
     active_edges: &[u64],
     record: &IterationRecord,
-    bytes_read: u64,
-    bytes_written: u64,
 ) {
     let reader = &passed.streamed.reader;
     let mut extra = serde_json::Map::new();
@@ -527,14 +520,14 @@ fn record_iteration<M>(
     extra.insert("compute_seconds".into(), record.compute_seconds.into());
     extra.insert("io_mode".into(), (if step.direct { "direct" } else { "buffered" }).into());
     extra.insert("dense".into(), step.dense.into());
-    runner.record_iteration(IterationStats {
+    run.runner.record_iteration(IterationStats {
         iteration: record.iteration,
         active_vertices: record.active_vertices,
         edges_processed: record.edges_processed,
-        bytes_read,
-        bytes_written,
+        bytes_read: record.bytes_read,
+        bytes_written: record.bytes_written,
         seconds: record.started.elapsed().as_secs_f64(),
-        delivery: layouts.reverse_index.map(|_| if step.pulling { Delivery::Pull } else { Delivery::Push }),
+        delivery: run.layouts.reverse_index.map(|_| if step.pulling { Delivery::Pull } else { Delivery::Push }),
         extra,
     });
 }
