@@ -264,12 +264,16 @@ impl CountedFile {
                 skip -= buf.len();
                 continue;
             }
-            iov.push(libc::iovec { iov_base: buf[skip..].as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() - skip });
+            iov.push(libc::iovec {
+                iov_base: buf[skip..].as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len() - skip,
+            });
             skip = 0;
         }
         // SAFETY: every iovec points to the unread rest of a buffer borrowed mutably for the
         // call; the kernel writes at most `iov_len` bytes to each.
-        let n = unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, at as libc::off_t) };
+        let n =
+            unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, at as libc::off_t) };
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }

@@ -73,7 +73,7 @@ impl PagedFile {
     pub fn open(file: StoreFile, first_page: u64, page_size: u64) -> Result<PagedFile> {
         let len = file.len();
         let pages = len.div_ceil(page_size);
-        let want_direct = page_size % DIRECT_ALIGN as u64 == 0;
+        let want_direct = page_size.is_multiple_of(DIRECT_ALIGN as u64);
         let reader = CountedFile::open(file.path(), want_direct, file.counters().clone())?;
         let mode = if reader.is_direct() { IoMode::Direct } else { IoMode::BufferedDontNeed };
         drop_from_os_cache(reader.raw(), 0, len);

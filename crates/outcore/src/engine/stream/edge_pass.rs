@@ -17,12 +17,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::reader::{ChunkReader, EdgeBuffer};
-use crate::runtime::DIRECT_ALIGN;
 use super::{open_layout, stream_buffers, ChunkPlan, IoMode, MIN_BUFFER_BYTES};
 use crate::engine::{IterationStats, Runner};
 use crate::error::{Error, Result};
 use crate::program::EdgePass;
 use crate::runtime::format_size;
+use crate::runtime::DIRECT_ALIGN;
 use crate::store::csr::target_bytes_for;
 use crate::store::Direction;
 use crate::VertexId;
@@ -59,7 +59,8 @@ impl EdgePassMemory {
             )));
         }
         let per_buffer = (budget - state - offsets) / buffers as u64;
-        let buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+        let buffer_bytes =
+            per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
         Ok(EdgePassMemory { state, offsets, buffer_bytes, buffers })
     }
 

@@ -454,11 +454,7 @@ fn push_iteration<P: VertexProgram>(
 
 fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
     let runner = run.runner;
-    ChunkReader {
-        layouts: &run.layouts.files,
-        direct: step.direct,
-        cancel: runner.cancel_token(),
-    }
+    ChunkReader { layouts: &run.layouts.files, direct: step.direct, cancel: runner.cancel_token() }
 }
 
 /// The run's set-up, once, in the stats' `stream` section.
