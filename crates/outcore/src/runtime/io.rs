@@ -143,7 +143,7 @@ impl<W: Write> Write for CountingWriter<W> {
 /// takes it ([`try_direct`]), else through the OS cache; every request that succeeds is counted
 /// in the run's [`IoCounters`] (one request, the bytes it returned), and every failure is an
 /// [`Error`] naming the file: [`Error::Store`] for a store file (damage, exit 66), an
-/// [`Error::Io`] for a work file ([`work_file`](Self::work_file)).
+/// [`Error::Io`] for a work file ([`CountedFile::open_work`]).
 #[derive(Debug)]
 pub struct CountedFile {
     path: PathBuf,
@@ -160,31 +160,36 @@ pub struct CountedFile {
 impl CountedFile {
     /// Opens `path`; `want_direct` switches it to `O_DIRECT` when the file system takes it.
     pub fn open(path: &Path, want_direct: bool, counters: IoCounters) -> Result<CountedFile> {
-        let file = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
-        let len = file.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
-        let access = if want_direct { try_direct(&file) } else { Access::Buffered("not asked for".into()) };
-        Ok(CountedFile {
+        Self::open_as(path, want_direct, counters, true)
+    }
+
+    /// [`open`](Self::open) for a file outside any store: failures are plain I/O errors.
+    pub fn open_work(path: &Path, want_direct: bool, counters: IoCounters) -> Result<CountedFile> {
+        Self::open_as(path, want_direct, counters, false)
+    }
+
+    fn open_as(path: &Path, want_direct: bool, counters: IoCounters, store_file: bool) -> Result<CountedFile> {
+        let mut file = CountedFile {
             path: path.to_path_buf(),
-            file,
-            len,
-            access,
+            file: File::open(path).map_err(|e| Self::error_of(path, store_file, "cannot open".into(), e))?,
+            len: 0,
+            access: Access::Buffered("not asked for".into()),
             counters,
-            store_file: true,
+            store_file,
             #[cfg(test)]
             fail_after: std::sync::atomic::AtomicI64::new(-1),
-        })
+        };
+        file.len = file.file.metadata().map_err(|e| file.error("cannot stat".into(), e))?.len();
+        if want_direct {
+            file.access = try_direct(&file.file);
+        }
+        Ok(file)
     }
 
     /// Makes the system read after the next `reads` ones fail with `EIO` (unit tests).
     #[cfg(test)]
     pub(crate) fn failing_after(self, reads: i64) -> CountedFile {
         self.fail_after.store(reads, Ordering::Relaxed);
-        self
-    }
-
-    /// Reports failures as plain I/O errors (files that are not part of a store).
-    pub fn work_file(mut self) -> CountedFile {
-        self.store_file = false;
         self
     }
 
@@ -281,10 +286,14 @@ impl CountedFile {
     }
 
     fn error(&self, what: String, source: std::io::Error) -> Error {
-        if self.store_file {
-            Error::store(&self.path, format!("{what}: {source}"))
+        Self::error_of(&self.path, self.store_file, what, source)
+    }
+
+    fn error_of(path: &Path, store_file: bool, what: String, source: std::io::Error) -> Error {
+        if store_file {
+            Error::store(path, format!("{what}: {source}"))
         } else {
-            Error::io(format!("{}: {what}", self.path.display()), source)
+            Error::io(format!("{}: {what}", path.display()), source)
         }
     }
 }

@@ -143,7 +143,7 @@ fn measure_with(dir: &Path, path: &Path, file_bytes: u64, chunk: usize, max_rand
         drop_from_os_cache(&f, 0, 0);
     }
     // Calibration is not a run: its reads are counted nowhere that is reported.
-    let file = CountedFile::open(path, true, IoCounters::new())?.work_file();
+    let file = CountedFile::open_work(path, true, IoCounters::new())?;
     let direct_io = file.is_direct();
     let read = |buf: &mut [u8], offset: u64| -> Result<()> { file.read_at(buf, offset, buf.len()).map(|_| ()) };
 

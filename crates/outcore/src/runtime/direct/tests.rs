@@ -137,7 +137,7 @@ fn a_failed_read_is_an_error_naming_the_file() {
     assert!(err.to_string().contains(&path.display().to_string()) && err.to_string().contains("failed"), "{err}");
     assert_eq!(counters.snapshot().read_requests, 2);
     file.read_at(&mut buf, 2 * 4096, 4096).unwrap();
-    let work = CountedFile::open(&path, false, IoCounters::new()).unwrap().work_file().failing_after(0);
+    let work = CountedFile::open_work(&path, false, IoCounters::new()).unwrap().failing_after(0);
     let err = work.read_at(&mut buf, 0, 1).unwrap_err();
     assert!(matches!(err, Error::Io { .. }) && err.to_string().contains(&path.display().to_string()), "{err}");
 }
