@@ -559,3 +559,28 @@ fn a_running_job_holds_its_partition_so_a_repartition_or_drop_is_refused_until_i
     outcore::engine::layouts::drop_layout(&g.store, "parts-2").unwrap();
     assert!(!partition::partition_dir(&g.store, 2, false).exists());
 }
+
+/// With no `--message-file-size`, a rank sizes its message files from what the budget leaves
+/// after its vertex records: 60,000 vertices take 2.5 MB of a 4 MiB budget, where message files
+/// sized from the budget alone (a twelfth of it each, six of them) would not fit beside them.
+#[test]
+fn message_files_shrink_to_fit_beside_the_vertex_records() {
+    let config = ErdosRenyiConfig { vertices: 60_000, edges: 120_000, seed: 9, self_loops: false, weights: false };
+    let g = graph(ErdosRenyi::new(config).unwrap(), true);
+    // The partition is built beforehand: its build needs more than the run's 4 MiB here.
+    partition::partition(&g.store, 1, false, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    let budget = 4u64 << 20;
+    let outcomes = InProcessTransport::run(1, |t| {
+        let options =
+            RunOptions { engine: EngineKind::Pregel, memory: MemoryBudget::new(budget), ..RunOptions::default() };
+        let runner = Runner::new(&g.store, options).with_transport(Arc::new(t.clone()));
+        let result = run_algorithm(&runner, "wcc", &AlgorithmParams::default())?;
+        Ok((result, runner.finish("wcc")))
+    })
+    .unwrap();
+    let (got, stats) = &outcomes[0];
+    assert_same("wcc", &inmem(&g.store, "wcc", &AlgorithmParams::default()), got, "wcc at 4 MiB");
+    let b = stats.extra["pregel"]["message_file_size"].as_u64().unwrap();
+    let vertex_records = g.store.num_vertices() * (partition::VERTEX_RECORD_BYTES + 8 + 1);
+    assert!(b < budget / 12 && vertex_records + 6 * b <= budget, "B = {b}");
+}

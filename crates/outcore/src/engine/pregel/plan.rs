@@ -31,9 +31,11 @@ impl Engine for PregelEngine {
         let work = Workload::of(shape, graph);
         let ranks = ctx.ranks.max(1) as u64;
         let local = graph.vertices.div_ceil(ranks);
-        let b = super::message_file_size(&ctx.options.pregel, ctx.budget, ranks as usize);
+        let vertex_part = local * (VERTEX_RECORD_BYTES + shape.value_bytes + 1);
+        let fixed = vertex_part + 3 * EDGE_BUFFER_BYTES as u64;
+        let b = super::message_file_size(&ctx.options.pregel, ctx.budget, ranks as usize, fixed);
         let mut plan = Plan::new(self.kind(), &work)
-            .with_part("vertex records and values", local * (VERTEX_RECORD_BYTES + shape.value_bytes + 1))
+            .with_part("vertex records and values", vertex_part)
             .with_part("message buffers", (ranks + 5) * b + 3 * EDGE_BUFFER_BYTES as u64)
             .check_budget(ctx.budget);
         let record = 8 + shape.msg_bytes;

@@ -32,7 +32,7 @@ use crate::engine::{IterationStats, Runner};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::io::IoSnapshot;
-use crate::runtime::{format_size, peak_rss_bytes, IoCounters, ProgressUnit};
+use crate::runtime::{format_size, peak_rss_bytes, IoCounters, MemoryBudget, ProgressUnit};
 use crate::store::FileChecks;
 use crate::transport::{Tag, Transport};
 use crate::VertexId;
@@ -219,6 +219,7 @@ pub trait StepProgram: Sync {
 pub struct RankSettings<'a> {
     pub transport: &'a dyn Transport,
     pub recoded: bool,
+    /// The message file size B; [`run_rank`] lowers it once the rank's own memory is known.
     pub message_file_size: u64,
     pub checkpoint_every: Option<usize>,
     pub resume: bool,
@@ -260,7 +261,12 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let n_local = vertices.len();
     let max_local = info.parts.iter().map(|p| p.vertices).max().unwrap_or(0) as usize;
     let in_memory_combine = settings.recoded && program.has_combiner();
-    check_budget(runner, program, &info, n_local, max_local, settings, in_memory_combine)?;
+    let memory = RankMemory::of::<S>(ranks, n_local, max_local, in_memory_combine);
+    let budget = runner.memory();
+    let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
+    memory.check(budget, b)?;
+    // B as sized from the budget alone, lowered now that the rank's fixed memory is known.
+    let settings = &RankSettings { message_file_size: b, ..*settings };
 
     let mut values: Vec<S::Value> = vertices.iter().map(|v| program.init(v.dense)).collect();
     if program.runs_no_step() {
@@ -420,41 +426,53 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
         .collect())
 }
 
-/// Memory of a rank: its vertex array and values, the outgoing buffers (one per destination),
-/// the sender's and receiver's batches, the merge buffers of S^I, and in recoded mode A_s and two
-/// A_r. All but the vertex part are bounded by `message_file_size`.
-fn check_budget<S: StepProgram>(
-    runner: &Runner,
-    _program: &S,
-    info: &PartitionInfo,
+/// Memory of a rank: its vertex array and values, the edge stream buffers, and in recoded mode
+/// A_s and two A_r (`fixed`), plus W + 5 message buffers of the message file size B each (the
+/// outgoing buffers, one per destination, the sender's and receiver's batches and the merge
+/// buffers of S^I).
+struct RankMemory {
     n_local: usize,
-    max_local: usize,
-    settings: &RankSettings,
-    in_memory_combine: bool,
-) -> Result<()> {
-    let ranks = info.ranks as u64;
-    let b = settings.message_file_size;
-    let value = std::mem::size_of::<S::Value>() as u64;
-    let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
-    let vertex_part = n_local as u64 * (VERTEX_RECORD_BYTES + value + 1);
-    let buffers = (ranks + 5) * b + 3 * EDGE_BUFFER_BYTES as u64;
-    // A_s, A_r of the step being computed and of the step being received, and the array of
-    // messages to this rank's own vertices.
-    let arrays = if in_memory_combine { (max_local as u64 + 3 * n_local as u64) * slot } else { 0 };
-    let needed = vertex_part + buffers + arrays;
-    let budget = runner.memory();
-    if needed > budget.bytes() {
-        return Err(Error::MemoryBudget(format!(
-            "the pregel engine needs about {} on this rank ({n_local} vertices: {}; {} message buffers of {}; \
+    vertex_part: u64,
+    arrays: u64,
+    buffer_count: u64,
+}
+
+impl RankMemory {
+    fn of<S: StepProgram>(ranks: usize, n_local: usize, max_local: usize, in_memory_combine: bool) -> RankMemory {
+        let value = std::mem::size_of::<S::Value>() as u64;
+        let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
+        RankMemory {
+            n_local,
+            vertex_part: n_local as u64 * (VERTEX_RECORD_BYTES + value + 1),
+            // A_s, A_r of the step being computed and of the step being received, and the
+            // array of messages to this rank's own vertices.
+            arrays: if in_memory_combine { (max_local as u64 + 3 * n_local as u64) * slot } else { 0 },
+            buffer_count: ranks as u64 + 5,
+        }
+    }
+
+    /// What does not depend on B.
+    fn fixed(&self) -> u64 {
+        self.vertex_part + self.arrays + 3 * EDGE_BUFFER_BYTES as u64
+    }
+
+    /// Fails when the rank needs more than the budget with message files of `b` bytes.
+    fn check(&self, budget: MemoryBudget, b: u64) -> Result<()> {
+        let needed = self.fixed() + self.buffer_count * b;
+        if needed <= budget.bytes() {
+            return Ok(());
+        }
+        Err(Error::MemoryBudget(format!(
+            "the pregel engine needs about {} on this rank ({} vertices: {}; {} message buffers of {}; \
              {} for A_s/A_r) but the budget is {budget}; raise --memory, lower --message-file-size or use more ranks",
             format_size(needed),
-            format_size(vertex_part),
-            ranks + 5,
+            self.n_local,
+            format_size(self.vertex_part),
+            self.buffer_count,
             format_size(b),
-            format_size(arrays),
-        )));
+            format_size(self.arrays),
+        )))
     }
-    Ok(())
 }
 
 struct SenderStats {
