@@ -47,7 +47,11 @@ impl Engine for InMemoryEngine {
         let both = 2 * loaded_csr_bytes(graph) + graph.vertices * per_vertex;
         if shape.supports_pull && graph.directed && layouts == 1 && both <= ctx.budget {
             layouts = 2;
-            visits /= PULL_SAVING;
+            // Only a pull that stops at its first satisfying source saves scans (BFS-like);
+            // a program that applies to every vertex (PageRank) folds every in-arc.
+            if !shape.applies_to_all {
+                visits /= PULL_SAVING;
+            }
         }
         let read = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.layout_bytes(shape) };
         let mut plan = Plan::new(self.kind(), &work)

@@ -74,8 +74,13 @@ impl Engine for StreamEngine {
         plan.bytes_read = offsets + read.max(0.0) as u64;
         // Reading overlaps compute (a reader thread fills buffers ahead).
         let io = ctx.model.transfer(plan.bytes_read);
-        plan.seconds = io.max(ctx.model.compute(work.edge_visits, ctx.model.rates.stream))
-            + ctx.model.transfer(graph.vertices * 8 * layouts);
+        let rate = if pull.is_some() && shape.sends_uniform_messages && shape.applies_to_all {
+            ctx.model.rates.stream_pull
+        } else {
+            ctx.model.rates.stream
+        };
+        plan.seconds =
+            io.max(ctx.model.compute(work.edge_visits, rate)) + ctx.model.transfer(graph.vertices * 8 * layouts);
         plan.single_process(ctx)
     }
 }
