@@ -13,7 +13,7 @@ use std::process::Command;
 
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
-use outcore::engine::stream::{calibrate, IoMode, Schedule, StreamOptions};
+use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::generate::{generate_into_store, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
@@ -168,7 +168,7 @@ pub(crate) fn evict(dir: &Path) {
         if path.is_dir() {
             evict(&path);
         } else if let Ok(file) = File::open(&path) {
-            calibrate::evict_from_page_cache(&file);
+            outcore::runtime::direct::drop_from_os_cache(&file, 0, 0);
         }
     }
 }

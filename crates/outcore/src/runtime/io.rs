@@ -1,9 +1,17 @@
 //! I/O accounting. Every byte the store and spill files read or write is counted here, so that
 //! runs report deterministic figures (bytes read, requests) next to noisy wall-clock times.
+//! [`CountedFile`] is the one positional reader of the engines that read around the store's
+//! `StoreFile` (direct or buffered, see [`super::direct`]); it counts every request it makes.
 
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use super::direct::{try_direct, Access};
+use crate::error::{Error, Result};
 
 /// Shared counters for one run (cheap to clone: an `Arc`).
 #[derive(Debug, Default, Clone)]
@@ -128,5 +136,164 @@ impl<W: Write> Write for CountingWriter<W> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// A file read with positional requests, with `O_DIRECT` when asked for and the file system
+/// takes it ([`try_direct`]), else through the OS cache; every request that succeeds is counted
+/// in the run's [`IoCounters`] (one request, the bytes it returned), and every failure is an
+/// [`Error`] naming the file: [`Error::Store`] for a store file (damage, exit 66), an
+/// [`Error::Io`] for a work file ([`CountedFile::open_work`]).
+#[derive(Debug)]
+pub struct CountedFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    access: Access,
+    counters: IoCounters,
+    store_file: bool,
+    /// Failure injection (unit tests): system reads left before one fails; negative: none.
+    #[cfg(test)]
+    fail_after: std::sync::atomic::AtomicI64,
+}
+
+impl CountedFile {
+    /// Opens `path`; `want_direct` switches it to `O_DIRECT` when the file system takes it.
+    pub fn open(path: &Path, want_direct: bool, counters: IoCounters) -> Result<CountedFile> {
+        Self::open_as(path, want_direct, counters, true)
+    }
+
+    /// [`open`](Self::open) for a file outside any store: failures are plain I/O errors.
+    pub fn open_work(path: &Path, want_direct: bool, counters: IoCounters) -> Result<CountedFile> {
+        Self::open_as(path, want_direct, counters, false)
+    }
+
+    fn open_as(path: &Path, want_direct: bool, counters: IoCounters, store_file: bool) -> Result<CountedFile> {
+        let mut file = CountedFile {
+            path: path.to_path_buf(),
+            file: File::open(path).map_err(|e| Self::error_of(path, store_file, "cannot open".into(), e))?,
+            len: 0,
+            access: Access::Buffered("not asked for".into()),
+            counters,
+            store_file,
+            #[cfg(test)]
+            fail_after: std::sync::atomic::AtomicI64::new(-1),
+        };
+        file.len = file.file.metadata().map_err(|e| file.error("cannot stat".into(), e))?.len();
+        if want_direct {
+            file.access = try_direct(&file.file);
+        }
+        Ok(file)
+    }
+
+    /// Makes the system read after the next `reads` ones fail with `EIO` (unit tests).
+    #[cfg(test)]
+    pub(crate) fn failing_after(self, reads: i64) -> CountedFile {
+        self.fail_after.store(reads, Ordering::Relaxed);
+        self
+    }
+
+    pub fn is_direct(&self) -> bool {
+        self.access.is_direct()
+    }
+
+    /// Direct or buffered, and why buffered.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// The file's length when it was opened.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn raw(&self) -> &File {
+        &self.file
+    }
+
+    /// Reads `[offset, offset + buf.len())`, stopping early only at the end of the file and
+    /// needing at least `needed` bytes; one counted request. Returns the bytes read. A direct
+    /// file needs `offset`, `buf`'s address and length aligned to
+    /// [`DIRECT_ALIGN`](super::direct::DIRECT_ALIGN).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64, needed: usize) -> Result<usize> {
+        self.read_vectored_at(&mut [buf], offset, needed)
+    }
+
+    /// Reads into `bufs` one after the other from `offset` with one `preadv` (continued where
+    /// it comes back short), stopping early only at the end of the file and needing at least
+    /// `needed` bytes; one counted request. Returns the bytes read. At most 1024 buffers.
+    pub fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64, needed: usize) -> Result<usize> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut got = 0usize;
+        while got < total {
+            match self.preadv_from(bufs, offset, got) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let what = format!("read of {} bytes at offset {} failed", total - got, offset + got as u64);
+                    return Err(self.error(what, e));
+                }
+            }
+        }
+        if got < needed {
+            let what = format!(
+                "file ends at {} bytes, expected at least {} (the file is truncated)",
+                offset + got as u64,
+                offset + needed as u64
+            );
+            return Err(self.error(what, std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        self.counters.record_read(got as u64);
+        Ok(got)
+    }
+
+    /// One `preadv` of what is left of `bufs` after their first `skip` bytes.
+    fn preadv_from(&self, bufs: &mut [&mut [u8]], offset: u64, mut skip: usize) -> std::io::Result<usize> {
+        #[cfg(test)]
+        if self.fail_after.fetch_sub(1, Ordering::Relaxed) == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        let at = offset + skip as u64;
+        let mut iov = Vec::with_capacity(bufs.len());
+        for buf in bufs.iter_mut() {
+            if skip >= buf.len() {
+                skip -= buf.len();
+                continue;
+            }
+            iov.push(libc::iovec {
+                iov_base: buf[skip..].as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len() - skip,
+            });
+            skip = 0;
+        }
+        // SAFETY: every iovec points to the unread rest of a buffer borrowed mutably for the
+        // call; the kernel writes at most `iov_len` bytes to each.
+        let n =
+            unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, at as libc::off_t) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    fn error(&self, what: String, source: std::io::Error) -> Error {
+        Self::error_of(&self.path, self.store_file, what, source)
+    }
+
+    fn error_of(path: &Path, store_file: bool, what: String, source: std::io::Error) -> Error {
+        if store_file {
+            Error::store(path, format!("{what}: {source}"))
+        } else {
+            Error::io(format!("{}: {what}", path.display()), source)
+        }
     }
 }

@@ -13,14 +13,11 @@
 //! through a loader (which reads through the store's [`IoCounters`](crate::runtime::IoCounters)
 //! and names its file in any error); [`PageCache::allocate`] maps a page to a frame whose
 //! [`FramePtr`] a reader thread fills while the caller holds it pinned. Frames are aligned for
-//! `O_DIRECT`. A miss when every frame is pinned is an [`Error::MemoryBudget`], never a hang.
+//! `O_DIRECT` (one [`AlignedBuffer`]). A miss when every frame is pinned is an
+//! [`Error::MemoryBudget`], never a hang.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-
+use super::direct::AlignedBuffer;
 use crate::error::{Error, Result};
-
-/// Alignment of frame memory: enough for `O_DIRECT` on 4 KiB logical blocks.
-pub const FRAME_ALIGN: usize = 4096;
 
 /// No frame for this page.
 const EMPTY: u32 = u32::MAX;
@@ -38,37 +35,6 @@ pub struct PageCacheCounters {
     /// Pages that left the cache to make room.
     pub evictions: u64,
 }
-
-/// Frame memory: one aligned, zeroed allocation of `frames × page_size` bytes.
-struct FrameMemory {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-impl FrameMemory {
-    fn new(bytes: usize) -> Result<FrameMemory> {
-        let layout = Layout::from_size_align(bytes.max(FRAME_ALIGN), FRAME_ALIGN)
-            .map_err(|e| Error::MemoryBudget(format!("page cache of {bytes} bytes: {e}")))?;
-        // SAFETY: the layout has a non-zero size (at least FRAME_ALIGN bytes).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return Err(Error::MemoryBudget(format!("cannot allocate a page cache of {bytes} bytes")));
-        }
-        Ok(FrameMemory { ptr, layout })
-    }
-}
-
-impl Drop for FrameMemory {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` was returned by `alloc_zeroed` with exactly this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
-    }
-}
-
-// SAFETY: the allocation is plain bytes owned by the cache; concurrent access to distinct
-// frames is coordinated by pinning (a frame handed to a reader is pinned until its read is done).
-unsafe impl Send for FrameMemory {}
-unsafe impl Sync for FrameMemory {}
 
 /// A raw pointer to one frame, handed to a reader thread.
 #[derive(Debug, Clone, Copy)]
@@ -89,7 +55,9 @@ pub struct Allocation {
 /// Page frames with a page table, clock replacement and pinning.
 pub struct PageCache {
     page_size: usize,
-    memory: FrameMemory,
+    /// Frame memory: one aligned, zeroed allocation of `frames × page_size` bytes, written
+    /// through [`FramePtr`]s only.
+    memory: AlignedBuffer,
     /// Page held by each frame, or `NO_PAGE`.
     frame_page: Vec<u64>,
     /// Valid bytes of the page in each frame (the last page of a file is short).
@@ -127,7 +95,8 @@ impl PageCache {
             .ok_or_else(|| Error::MemoryBudget(format!("{frames} frames of {page_size} bytes overflow")))?;
         Ok(PageCache {
             page_size,
-            memory: FrameMemory::new(bytes)?,
+            memory: AlignedBuffer::try_zeroed(bytes)
+                .ok_or_else(|| Error::MemoryBudget(format!("cannot allocate a page cache of {bytes} bytes")))?,
             frame_page: vec![NO_PAGE; frames],
             frame_valid: vec![0; frames],
             referenced: vec![false; frames],
@@ -281,7 +250,7 @@ impl PageCache {
     pub fn frame_ptr(&self, frame: usize) -> FramePtr {
         assert!(frame < self.frames(), "frame {frame} of {}", self.frames());
         // SAFETY: frame < frames, so the offset stays inside the allocation.
-        FramePtr(unsafe { self.memory.ptr.add(frame * self.page_size) })
+        FramePtr(unsafe { self.memory.as_mut_ptr().add(frame * self.page_size) })
     }
 
     /// The valid bytes of a resident, completely read frame.

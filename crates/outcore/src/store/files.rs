@@ -164,6 +164,11 @@ impl StoreFile {
         &self.file
     }
 
+    /// The counters its reads are counted in.
+    pub fn counters(&self) -> &IoCounters {
+        &self.counters
+    }
+
     /// Reads exactly `buf.len()` bytes at `offset`.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.file.read_exact_at(buf, offset).map_err(|e| {

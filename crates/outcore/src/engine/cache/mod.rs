@@ -340,7 +340,7 @@ impl CacheEngine {
 
         let mut files = Vec::new();
         for (rel, &first_page) in rels.iter().zip(&sizes) {
-            let mut file = PagedFile::open(store.file(rel)?, first_page, page_size);
+            let mut file = PagedFile::open(store.file(rel)?, first_page, page_size)?;
             if rel.ends_with("/targets") && page_size % target_bytes == 0 {
                 file.ids = Some((target_bytes, n));
             }
@@ -615,7 +615,6 @@ impl CacheEngine {
                     static_scattered,
                     with_weights,
                     counters: &mut self.counters,
-                    store: runner.store(),
                 };
                 frontier.scatter(&active, sink)?;
                 edges_processed += sink.edges();
@@ -745,7 +744,6 @@ struct Frontier<'a> {
     static_scattered: bool,
     with_weights: bool,
     counters: &'a mut EngineCounters,
-    store: &'a Store,
 }
 
 impl Frontier<'_> {
@@ -756,15 +754,13 @@ impl Frontier<'_> {
     fn scatter(&mut self, active: &Bitmap, sink: &mut dyn Sink) -> Result<()> {
         let threads = self.options.io_threads.max(1);
         let files = self.files;
-        let counters = self.store.counters().clone();
         std::thread::scope(|scope| {
             let (jobs, queue) = crossbeam_channel::unbounded::<ReadJob>();
             for _ in 0..threads {
                 let queue = queue.clone();
-                let counters = counters.clone();
                 scope.spawn(move || {
                     for job in queue {
-                        let result = perform(&files[job.request.file], &job.request, &counters);
+                        let result = perform(&files[job.request.file], &job.request);
                         let _ = job.done.send(result);
                     }
                 });

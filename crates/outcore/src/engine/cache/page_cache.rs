@@ -18,7 +18,7 @@ use std::ops::Deref;
 use crate::error::Result;
 use crate::runtime::page_cache::{self, PageCacheCounters};
 
-pub use crate::runtime::page_cache::{FramePtr, FRAME_ALIGN};
+pub use crate::runtime::page_cache::FramePtr;
 
 /// Granularity of the utilisation bitmaps (paper §5.1: "individual 64 byte granularity units").
 pub const UTILISATION_UNIT: usize = 64;

@@ -16,15 +16,16 @@
 //! accepts it. Otherwise (512-byte pages, tmpfs, ...) reads are buffered and each request is
 //! followed by `posix_fadvise(POSIX_FADV_DONTNEED)` on its range, which drops those pages from
 //! the OS cache again, so a page evicted from our cache costs a real read the next time.
-//! Every request is counted in the store's [`IoCounters`](crate::runtime::IoCounters).
-
-use std::os::unix::io::AsRawFd;
+//! The switch, the aligned memory and the counted reads are the runtime's
+//! ([`crate::runtime::direct`], [`CountedFile`]): every request is counted in the store's
+//! [`IoCounters`](crate::runtime::IoCounters).
 
 use crossbeam_channel::Sender;
 
-use super::page_cache::{FramePtr, FRAME_ALIGN};
-use crate::error::{Error, Result};
-use crate::runtime::IoCounters;
+use super::page_cache::FramePtr;
+use crate::error::Result;
+use crate::runtime::direct::{drop_from_os_cache, DIRECT_ALIGN};
+use crate::runtime::CountedFile;
 use crate::store::csr::check_encoded_ids;
 use crate::store::StoreFile;
 
@@ -51,7 +52,10 @@ impl IoMode {
 
 /// One adjacency file (targets or weights of csr-out or csr-in) read in pages.
 pub struct PagedFile {
+    /// The store file: its path and block checks.
     pub file: StoreFile,
+    /// The same file, opened for the page reads (counted in the store's counters).
+    reader: CountedFile,
     pub len: u64,
     /// Global number of this file's first page.
     pub first_page: u64,
@@ -63,70 +67,22 @@ pub struct PagedFile {
 }
 
 impl PagedFile {
-    /// Opens the file for paged reads, switching it to `O_DIRECT` when possible, and drops its
-    /// pages from the OS cache so that a run starts cold, as in the paper's experiments.
-    pub fn open(file: StoreFile, first_page: u64, page_size: u64) -> PagedFile {
+    /// Opens the file for paged reads, with `O_DIRECT` when the page size is a multiple of its
+    /// alignment and the file system takes it, and drops its pages from the OS cache so that a
+    /// run starts cold, as in the paper's experiments.
+    pub fn open(file: StoreFile, first_page: u64, page_size: u64) -> Result<PagedFile> {
         let len = file.len();
         let pages = len.div_ceil(page_size);
-        let mode = if page_size % FRAME_ALIGN as u64 == 0 && try_direct(&file, page_size) {
-            IoMode::Direct
-        } else {
-            IoMode::BufferedDontNeed
-        };
-        drop_from_os_cache(&file, 0, len);
-        PagedFile { file, len, first_page, pages, mode, page_size, ids: None }
+        let want_direct = page_size.is_multiple_of(DIRECT_ALIGN as u64);
+        let reader = CountedFile::open(file.path(), want_direct, file.counters().clone())?;
+        let mode = if reader.is_direct() { IoMode::Direct } else { IoMode::BufferedDontNeed };
+        drop_from_os_cache(reader.raw(), 0, len);
+        Ok(PagedFile { file, reader, len, first_page, pages, mode, page_size, ids: None })
     }
 
     /// Valid bytes of local page `page` (the last page of a file may be short).
     pub fn page_bytes(&self, page: u64) -> usize {
         (self.len - page * self.page_size).min(self.page_size) as usize
-    }
-}
-
-/// Switches `file` to O_DIRECT and checks with one aligned read that it works; restores the
-/// previous flags when it does not.
-fn try_direct(file: &StoreFile, page_size: u64) -> bool {
-    let fd = file.raw().as_raw_fd();
-    // SAFETY: fcntl on a valid, owned descriptor with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return false;
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT) } != 0 {
-        return false;
-    }
-    if file.is_empty() {
-        return true;
-    }
-    let Ok(layout) = std::alloc::Layout::from_size_align(page_size as usize, FRAME_ALIGN) else { return false };
-    // SAFETY: non-zero size layout.
-    let buf = unsafe { std::alloc::alloc(layout) };
-    if buf.is_null() {
-        return false;
-    }
-    // SAFETY: `buf` is a writable allocation of `page_size` bytes.
-    let n = unsafe { libc::pread(fd, buf as *mut libc::c_void, page_size as usize, 0) };
-    // SAFETY: allocated above with this layout.
-    unsafe { std::alloc::dealloc(buf, layout) };
-    if n < 0 {
-        // SAFETY: restoring the flags read above.
-        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
-        return false;
-    }
-    true
-}
-
-/// Asks the OS to drop the cached pages of a byte range.
-pub fn drop_from_os_cache(file: &StoreFile, offset: u64, len: u64) {
-    // SAFETY: posix_fadvise has no memory-safety preconditions; errors are only advisory.
-    unsafe {
-        libc::posix_fadvise(
-            file.raw().as_raw_fd(),
-            offset as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_DONTNEED,
-        );
     }
 }
 
@@ -148,76 +104,33 @@ pub struct ReadJob {
     pub done: Sender<Result<()>>,
 }
 
-/// Performs one merged request: a `preadv` into the frames, with a page-by-page fallback for
-/// short reads; counts it and, in buffered mode, drops the range from the OS cache.
-pub fn perform(file: &PagedFile, request: &ReadRequest, counters: &IoCounters) -> Result<()> {
-    let fd = file.file.raw().as_raw_fd();
+/// Performs one merged request: one counted `preadv` straight into the frames (whole pages
+/// under `O_DIRECT`, the valid bytes otherwise), whose pages are then verified; in buffered
+/// mode the range is dropped from the OS cache again.
+pub fn perform(file: &PagedFile, request: &ReadRequest) -> Result<()> {
     let offset = request.first_page * file.page_size;
     let expected: usize = request.valid.iter().sum();
-    // Direct I/O needs whole aligned pages; buffered reads take the valid bytes only.
-    let iov: Vec<libc::iovec> = request
+    let mut frames: Vec<&mut [u8]> = request
         .frames
         .iter()
         .zip(&request.valid)
-        .map(|(frame, &valid)| libc::iovec {
-            iov_base: frame.0 as *mut libc::c_void,
-            iov_len: if file.mode == IoMode::Direct { file.page_size as usize } else { valid },
+        .map(|(frame, &valid)| {
+            let len = if file.mode == IoMode::Direct { file.page_size as usize } else { valid };
+            // SAFETY: every frame is a pinned frame of `page_size` bytes that no other thread
+            // reads or writes until this request's completion is received (see mod.rs).
+            unsafe { std::slice::from_raw_parts_mut(frame.0, len) }
         })
         .collect();
-    // SAFETY: every iovec points into a pinned frame of `page_size` bytes that no other
-    // thread reads or writes until this request's completion is received (see mod.rs).
-    let n = unsafe { libc::preadv(fd, iov.as_ptr(), iov.len() as libc::c_int, offset as libc::off_t) };
-    let complete = n >= 0 && n as usize >= expected;
-    if !complete {
-        // Short or interrupted read: fall back to one positional read per page.
-        for (i, (frame, &valid)) in request.frames.iter().zip(&request.valid).enumerate() {
-            let page_offset = offset + (i as u64) * file.page_size;
-            let len = if file.mode == IoMode::Direct { file.page_size as usize } else { valid };
-            let mut done = 0usize;
-            while done < valid {
-                // SAFETY: as above; the range stays inside the frame.
-                let r = unsafe {
-                    libc::pread(
-                        fd,
-                        frame.0.add(done) as *mut libc::c_void,
-                        len - done,
-                        (page_offset + done as u64) as libc::off_t,
-                    )
-                };
-                if r < 0 {
-                    let err = std::io::Error::last_os_error();
-                    if err.kind() == std::io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(Error::store(
-                        file.file.path(),
-                        format!("read of page at offset {page_offset} failed: {err}"),
-                    ));
-                }
-                if r == 0 {
-                    return Err(Error::store(
-                        file.file.path(),
-                        format!(
-                            "unexpected end of file at offset {} (the layout is truncated)",
-                            page_offset + done as u64
-                        ),
-                    ));
-                }
-                done += r as usize;
-            }
-        }
-    }
-    for (i, (frame, &valid)) in request.frames.iter().zip(&request.valid).enumerate() {
-        // SAFETY: the frame holds `valid` bytes just read, and is still ours (see above).
-        let bytes = unsafe { std::slice::from_raw_parts(frame.0 as *const u8, valid) };
+    file.reader.read_vectored_at(&mut frames, offset, expected)?;
+    for (i, (frame, &valid)) in frames.iter().zip(&request.valid).enumerate() {
+        let bytes = &frame[..valid];
         file.file.verify(bytes, offset + i as u64 * file.page_size)?;
         if let Some((width, vertices)) = file.ids {
             check_encoded_ids(file.file.path(), bytes, width, vertices)?;
         }
     }
-    counters.record_read(expected as u64);
     if file.mode == IoMode::BufferedDontNeed {
-        drop_from_os_cache(&file.file, offset, expected as u64);
+        drop_from_os_cache(file.reader.raw(), offset, expected as u64);
     }
     Ok(())
 }

@@ -179,6 +179,6 @@ fn load_packed(
         }
         i = j;
     }
-    super::requests::drop_from_os_cache(file, 0, file.len());
+    crate::runtime::direct::drop_from_os_cache(file.raw(), 0, file.len());
     Ok(out)
 }

@@ -14,17 +14,17 @@
 //! value).
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::reader::{AlignedBuffer, DIRECT_ALIGN};
 use crate::error::{IoContext, Result};
+use crate::runtime::direct::{drop_from_os_cache, AlignedBuffer};
+use crate::runtime::{CountedFile, IoCounters};
 use crate::store::write_atomic;
 
 /// `l` for a device never calibrated: 64 KiB, the paper's value for SSDs (§5.1).
@@ -109,16 +109,11 @@ pub fn save(calibration: &Calibration) -> Result<PathBuf> {
 /// `l` from the two figures, rounded to pages and clamped to a sane range.
 pub fn gap_threshold(bytes_per_second: f64, latency_seconds: f64) -> u64 {
     let l = (bytes_per_second * latency_seconds).max(0.0) as u64;
-    (l.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN).clamp(MIN_GAP, MAX_GAP)
+    (l.div_ceil(PAGE) * PAGE).clamp(MIN_GAP, MAX_GAP)
 }
 
-/// Evicts a file's pages from the page cache (posix_fadvise DONTNEED).
-pub fn evict_from_page_cache(file: &File) {
-    // SAFETY: plain syscall on a valid open descriptor; the result is advisory.
-    unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
-}
+/// The unit of random reads and of `l`: one direct-I/O block.
+const PAGE: u64 = crate::runtime::DIRECT_ALIGN as u64;
 
 /// Measures sequential bandwidth and random 4 KiB read latency on the device holding `dir`,
 /// with a temporary file of `file_bytes` (removed afterwards).
@@ -145,18 +140,15 @@ fn measure_with(dir: &Path, path: &Path, file_bytes: u64, chunk: usize, max_rand
             f.write_all(&block).context(|| format!("writing {}", path.display()))?;
         }
         f.sync_all().context(|| format!("syncing {}", path.display()))?;
-        evict_from_page_cache(&f);
+        drop_from_os_cache(&f, 0, 0);
     }
-    let (file, direct_io) = match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
-        Ok(f) => (f, true),
-        Err(_) => (File::open(path).context(|| format!("opening {}", path.display()))?, false),
-    };
-    let read = |buf: &mut [u8], offset: u64| -> Result<()> {
-        file.read_exact_at(buf, offset).context(|| format!("reading {}", path.display()))
-    };
+    // Calibration is not a run: its reads are counted nowhere that is reported.
+    let file = CountedFile::open_work(path, true, IoCounters::new())?;
+    let direct_io = file.is_direct();
+    let read = |buf: &mut [u8], offset: u64| -> Result<()> { file.read_at(buf, offset, buf.len()).map(|_| ()) };
 
     // Sequential bandwidth: the whole file in large aligned requests.
-    let mut big = AlignedBuffer::new(chunk);
+    let mut big = AlignedBuffer::zeroed(chunk);
     let started = Instant::now();
     for i in 0..file_bytes / chunk as u64 {
         read(&mut big, i * chunk as u64)?;
@@ -166,16 +158,16 @@ fn measure_with(dir: &Path, path: &Path, file_bytes: u64, chunk: usize, max_rand
 
     // Random-read latency: 4 KiB reads at random page offsets, one at a time.
     if !direct_io {
-        evict_from_page_cache(&file);
+        drop_from_os_cache(file.raw(), 0, 0);
     }
-    let mut page = AlignedBuffer::new(DIRECT_ALIGN as usize);
-    let pages = file_bytes / DIRECT_ALIGN;
+    let mut page = AlignedBuffer::zeroed(PAGE as usize);
+    let pages = file_bytes / PAGE;
     let mut state = 42u64;
     let mut reads = 0u64;
     let started = Instant::now();
     while reads < max_random_reads.max(1) && (reads < 100 || started.elapsed().as_secs_f64() < 5.0) {
         state = splitmix64(state);
-        read(&mut page, (state % pages) * DIRECT_ALIGN)?;
+        read(&mut page, (state % pages) * PAGE)?;
         reads += 1;
     }
     let latency = started.elapsed().as_secs_f64() / reads as f64;
@@ -289,7 +281,7 @@ mod tests {
         std::env::set_var("OUTCORE_CALIBRATION", &cal_file);
         let c = measure(dir.path(), 8 << 20, 200).unwrap();
         assert!(c.sequential_bytes_per_second > 0.0 && c.random_read_latency_seconds > 0.0);
-        assert_eq!(c.gap_threshold_bytes % DIRECT_ALIGN, 0);
+        assert_eq!(c.gap_threshold_bytes % PAGE, 0);
         assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
             .unwrap()
             .file_name()

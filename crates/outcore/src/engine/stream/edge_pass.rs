@@ -16,12 +16,13 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::reader::{ChunkReader, EdgeBuffer, DIRECT_ALIGN};
+use super::reader::{ChunkReader, EdgeBuffer};
 use super::{open_layout, stream_buffers, ChunkPlan, IoMode, MIN_BUFFER_BYTES};
 use crate::engine::{EdgePassIteration, EdgePassRun, IterationFigures, IterationStats, ReadMode, Runner};
 use crate::error::{Error, Result};
 use crate::program::EdgePass;
 use crate::runtime::format_size;
+use crate::runtime::DIRECT_ALIGN;
 use crate::store::csr::target_bytes_for;
 use crate::store::Direction;
 use crate::VertexId;
@@ -58,7 +59,8 @@ impl EdgePassMemory {
             )));
         }
         let per_buffer = (budget - state - offsets) / buffers as u64;
-        let buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / DIRECT_ALIGN * DIRECT_ALIGN;
+        let buffer_bytes =
+            per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
         Ok(EdgePassMemory { state, offsets, buffer_bytes, buffers })
     }
 
@@ -84,9 +86,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
             IoMode::Auto => total_bytes > super::page_cache_estimate(runner.memory().bytes()),
         };
     let wide = target_bytes_for(n) == 8;
-    let mut pool: Vec<EdgeBuffer> = (0..memory.buffers)
-        .map(|_| EdgeBuffer::new(memory.buffer_bytes as usize, if wide { 8 } else { 4 }, false))
-        .collect();
+    let mut pool = EdgeBuffer::pool(memory.buffers, memory.buffer_bytes, if wide { 8 } else { 4 }, false)?;
     let setup = EdgePassRun {
         io: ReadMode::of(direct),
         edge_file_bytes: total_bytes,
@@ -99,7 +99,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
     runner.record_figures(|figures| figures.edge_pass = Some(setup));
     let started = Instant::now();
     let io_before = runner.io_snapshot();
-    let reader = ChunkReader { layouts: &files, direct, counters: store.counters(), cancel: runner.cancel_token() };
+    let reader = ChunkReader { layouts: &files, direct, cancel: runner.cancel_token() };
     let plans = vec![(0, ChunkPlan::whole(*layout.offsets.last().unwrap_or(&0)))];
     let threads = rayon::current_num_threads().max(1);
     let mut compute_seconds = 0.0;

@@ -231,8 +231,8 @@ impl MemoryPlan {
         }
         let state = plan.values + plan.offsets + plan.frontiers + plan.accumulator * plan.accumulators as u64;
         let per_buffer = (budget - state) / plan.buffers as u64;
-        plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / reader::DIRECT_ALIGN
-            * reader::DIRECT_ALIGN;
+        let align = crate::runtime::DIRECT_ALIGN as u64;
+        plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / align * align;
         Ok(plan)
     }
 }
@@ -265,12 +265,13 @@ fn open_layout(
     if offsets.windows(2).any(|w| w[0] > w[1]) || offsets.last() != Some(&csr.arcs) {
         return Err(Error::store(csr.offsets.path(), "offsets are not monotone or do not end at the arc count"));
     }
-    let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct)?
+    let counters = store.counters();
+    let targets = EdgeFile::open(csr.targets.path(), csr.target_bytes, want_direct, counters)?
         // Ids are range-checked where they are used (the scatter and the edge pass compare
         // each target with |V| anyway), not in a second pass on the reader thread.
         .with_checks(csr.targets.checks().cloned());
     let weights = match (&csr.weights, weights) {
-        (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct)?.with_checks(w.checks().cloned())),
+        (Some(w), true) => Some(EdgeFile::open(w.path(), 8, want_direct, counters)?.with_checks(w.checks().cloned())),
         _ => None,
     };
     Ok((StreamLayout { name: csr.name, offsets }, LayoutFiles { targets, weights }))

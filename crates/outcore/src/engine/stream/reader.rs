@@ -14,7 +14,9 @@
 //! else. Direct reads need 4 KiB-aligned file offsets, lengths and memory: every piece is read
 //! from the page boundary below its first byte to the one above its last, into a 4 KiB-aligned
 //! place of the buffer, and the piece remembers where its first edge landed. Every byte read
-//! (alignment padding included) is counted in the run's [`IoCounters`].
+//! (alignment padding included) is counted in the run's [`IoCounters`]. The aligned memory, the
+//! `O_DIRECT` switch and the counted reads are the runtime's ([`crate::runtime::direct`],
+//! [`CountedFile`]); the read-ahead schedule and the packing of pieces are this module's.
 //!
 //! Every read is checked against the store's block checksums (`store/blocks.rs`) before its
 //! edges are used, but not by the reader: it records the reads of a buffer whose blocks were
@@ -27,126 +29,47 @@
 //! compute side waits for buffers about 0.02 s of each ~1 s iteration (`io_wait_seconds`),
 //! so deeper or asynchronous I/O would have nothing to win here.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
+use std::path::Path;
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
-use rayon::prelude::*;
 
 use super::schedule::Chunk;
 use crate::error::{Error, Result};
-use crate::runtime::{CancelToken, IoCounters};
+use crate::runtime::direct::{Access, AlignedBuffer, BufferPool, DIRECT_ALIGN};
+use crate::runtime::{CancelToken, CountedFile, IoCounters};
 use crate::store::blocks::BLOCK_BYTES;
 use crate::store::FileChecks;
 
-/// Alignment of direct I/O (file offsets, lengths and buffer addresses).
-pub const DIRECT_ALIGN: u64 = 4096;
-
-/// A zeroed heap buffer aligned to [`DIRECT_ALIGN`].
-pub struct AlignedBuffer {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the buffer exclusively owns its allocation (like a Vec<u8>); moving it to another
-// thread or sharing `&` references to its bytes is as safe as for a Vec<u8>.
-unsafe impl Send for AlignedBuffer {}
-// SAFETY: see above; `&AlignedBuffer` only gives `&[u8]`.
-unsafe impl Sync for AlignedBuffer {}
-
-impl AlignedBuffer {
-    /// A zeroed buffer of `len` bytes (rounded up to a multiple of the alignment).
-    pub fn new(len: usize) -> AlignedBuffer {
-        let len = (len.max(1) as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-        let layout = Layout::from_size_align(len as usize, DIRECT_ALIGN as usize).expect("buffer layout");
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuffer { ptr, len: len as usize }
-    }
-
-    /// A buffer holding a copy of `bytes` (then zeros up to the alignment), written once:
-    /// unlike `new` followed by a copy, the memory is not zeroed first.
-    pub fn copy_of(bytes: &[u8]) -> AlignedBuffer {
-        let len = (bytes.len().max(1) as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-        let layout = Layout::from_size_align(len as usize, DIRECT_ALIGN as usize).expect("buffer layout");
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        // In pieces on all threads: the first touch of each new page (a fault) dominates.
-        const PIECE: usize = 1 << 20;
-        let to = ptr.as_ptr() as usize;
-        bytes.par_chunks(PIECE).enumerate().for_each(|(i, piece)| {
-            // SAFETY: piece `i` lands in `[i * PIECE, i * PIECE + piece.len())`, within the
-            // allocation's `len >= bytes.len()` bytes; the pieces do not overlap each other nor
-            // `bytes`.
-            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), (to as *mut u8).add(i * PIECE), piece.len()) };
-        });
-        // SAFETY: the tail `[bytes.len(), len)` is within the allocation; after it every one of
-        // its `len` bytes is initialised, as Deref needs.
-        unsafe { std::ptr::write_bytes(ptr.as_ptr().add(bytes.len()), 0, len as usize - bytes.len()) };
-        AlignedBuffer { ptr, len: len as usize }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl std::ops::Deref for AlignedBuffer {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` initialised bytes we own (zeroed, or copied, at
-        // allocation).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl std::ops::DerefMut for AlignedBuffer {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as for Deref, and `&mut self` guarantees exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for AlignedBuffer {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, DIRECT_ALIGN as usize).expect("buffer layout");
-        // SAFETY: allocated in `new` or `copy_of` with exactly this layout and not freed before.
-        unsafe { dealloc(self.ptr.as_ptr(), layout) }
-    }
-}
-
-/// One adjacency file opened for buffered reads and, when the file system allows, direct ones.
+/// One adjacency file opened for buffered reads and, when the file system allows, direct ones
+/// (two handles: an iteration chooses its mode).
 #[derive(Debug)]
 pub struct EdgeFile {
-    path: PathBuf,
-    buffered: File,
-    direct: Option<File>,
-    len: u64,
+    buffered: CountedFile,
+    direct: Option<CountedFile>,
     /// Bytes per edge in this file (4 or 8 for targets, 8 for weights).
     pub width: u64,
     /// The store's block checks of this file: every read is verified before it is used (by the
     /// compute side, [`EdgeBuffer::verify`]).
     checks: Option<Arc<FileChecks>>,
+    /// Why reads stay buffered although direct ones were asked for.
+    refused: Option<String>,
 }
 
 impl EdgeFile {
-    /// Opens `path`; `want_direct` also opens it with `O_DIRECT` (None when unsupported).
-    pub fn open(path: &Path, width: u64, want_direct: bool) -> Result<EdgeFile> {
-        let buffered = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
-        let len = buffered.metadata().map_err(|e| Error::store(path, format!("cannot stat: {e}")))?.len();
-        let direct =
-            if want_direct { OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok() } else { None };
-        Ok(EdgeFile { path: path.to_path_buf(), buffered, direct, len, width, checks: None })
+    /// Opens `path`, its reads counted in `counters`; `want_direct` also opens it with
+    /// `O_DIRECT` (None, and the reason kept, when the file system does not take it).
+    pub fn open(path: &Path, width: u64, want_direct: bool, counters: &IoCounters) -> Result<EdgeFile> {
+        let buffered = CountedFile::open(path, false, counters.clone())?;
+        let (mut direct, mut refused) = (None, None);
+        if want_direct {
+            let file = CountedFile::open(path, true, counters.clone())?;
+            match file.access() {
+                Access::Direct => direct = Some(file),
+                Access::Buffered(why) => refused = Some(why.clone()),
+            }
+        }
+        Ok(EdgeFile { buffered, direct, width, checks: None, refused })
     }
 
     /// Verifies every read against the store's block checksums of the file.
@@ -156,46 +79,31 @@ impl EdgeFile {
     }
 
     pub fn len(&self) -> u64 {
-        self.len
+        self.buffered.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buffered.is_empty()
     }
 
     pub fn supports_direct(&self) -> bool {
         self.direct.is_some()
     }
 
+    /// Why direct reads were asked for and refused.
+    pub fn direct_refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+
     pub fn path(&self) -> &Path {
-        &self.path
+        self.buffered.path()
     }
 
     /// Reads `[offset, offset + buf.len())` (stopping early only at the end of the file, and
-    /// needing at least `needed` bytes); returns the bytes read.
+    /// needing at least `needed` bytes) as one counted request; returns the bytes read.
     fn read(&self, direct: bool, buf: &mut [u8], offset: u64, needed: usize) -> Result<usize> {
         let file = if direct { self.direct.as_ref().unwrap_or(&self.buffered) } else { &self.buffered };
-        let mut got = 0usize;
-        while got < buf.len() {
-            match file.read_at(&mut buf[got..], offset + got as u64) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(Error::store(
-                        &self.path,
-                        format!("read of {} bytes at offset {} failed: {e}", buf.len() - got, offset + got as u64),
-                    ))
-                }
-            }
-        }
-        if got < needed {
-            return Err(Error::store(
-                &self.path,
-                format!("file ends at {} bytes, expected at least {}", offset + got as u64, offset + needed as u64),
-            ));
-        }
-        Ok(got)
+        file.read_at(buf, offset, needed)
     }
 }
 
@@ -232,6 +140,11 @@ impl LayoutFiles {
     /// Bytes per edge over the files read.
     pub fn edge_bytes(&self) -> u64 {
         self.targets.width + self.weights.as_ref().map_or(0, |w| w.width)
+    }
+
+    /// Why one of the files reads buffered although direct reads were asked for.
+    pub fn direct_refused(&self) -> Option<&str> {
+        self.targets.direct_refused().or_else(|| self.weights.as_ref().and_then(EdgeFile::direct_refused))
     }
 
     pub fn files(&self) -> u64 {
@@ -290,24 +203,31 @@ struct UnverifiedRead {
 }
 
 impl EdgeBuffer {
-    /// A buffer of `bytes` in total, split between targets and weights in proportion to their
-    /// widths when weights are read.
-    pub fn new(bytes: usize, target_width: u64, with_weights: bool) -> EdgeBuffer {
-        let align = DIRECT_ALIGN as usize;
+    /// A buffer of `bytes` in total from `pool`, split between targets and weights in
+    /// proportion to their widths when weights are read.
+    pub fn new(pool: &BufferPool, bytes: usize, target_width: u64, with_weights: bool) -> Result<EdgeBuffer> {
+        let align = DIRECT_ALIGN;
         let (t, w) = if with_weights {
             let t = bytes * target_width as usize / (target_width as usize + 8);
             (t / align * align, (bytes - t) / align * align)
         } else {
             (bytes / align * align, 0)
         };
-        EdgeBuffer {
-            targets: AlignedBuffer::new(t.max(align)),
-            weights: with_weights.then(|| AlignedBuffer::new(w.max(align))),
+        Ok(EdgeBuffer {
+            targets: pool.take(t.max(align))?,
+            weights: if with_weights { Some(pool.take(w.max(align))?) } else { None },
             pieces: Vec::new(),
             targets_used: 0,
             weights_used: 0,
             unverified: Vec::new(),
-        }
+        })
+    }
+
+    /// The read-ahead pool of a run: `count` buffers of `bytes` each, from a [`BufferPool`]
+    /// limited to the `count × bytes` the memory plan gives them.
+    pub fn pool(count: usize, bytes: u64, target_width: u64, with_weights: bool) -> Result<Vec<EdgeBuffer>> {
+        let pool = BufferPool::new(count as u64 * bytes);
+        (0..count).map(|_| EdgeBuffer::new(&pool, bytes as usize, target_width, with_weights)).collect()
     }
 
     /// Checks every read of this buffer against its file's block checksums, in parallel on the
@@ -362,7 +282,8 @@ impl EdgeBuffer {
     #[cfg(test)]
     pub(crate) fn filled_for_test(layout: usize, first: u64, end: u64, width: usize) -> EdgeBuffer {
         let used = (end - first) as usize * width;
-        let mut b = EdgeBuffer::new(used.max(1), width as u64, false);
+        let pool = BufferPool::new(u64::MAX);
+        let mut b = EdgeBuffer::new(&pool, used.max(1), width as u64, false).unwrap();
         b.pieces.push(Piece { layout, first_edge: first, end_edge: end, target_pos: 0, weight_pos: 0 });
         b.targets_used = used;
         b
@@ -391,9 +312,8 @@ pub struct ReaderStats {
 /// The reader for one iteration: which layouts, how to read, where to count.
 pub struct ChunkReader<'a> {
     pub layouts: &'a [LayoutFiles],
-    /// Read with O_DIRECT (where the file was opened so).
+    /// Read with O_DIRECT (where the file was opened so); reads are counted by the files.
     pub direct: bool,
-    pub counters: &'a IoCounters,
     pub cancel: &'a CancelToken,
 }
 
@@ -412,7 +332,7 @@ struct Placement {
 impl ChunkReader<'_> {
     fn align(&self) -> u64 {
         if self.direct {
-            DIRECT_ALIGN
+            DIRECT_ALIGN as u64
         } else {
             1
         }
@@ -450,7 +370,6 @@ impl ChunkReader<'_> {
             place.read_start,
             place.needed as usize,
         )?;
-        self.counters.record_read(got as u64);
         stats.requests += 1;
         stats.bytes_read += got as u64;
         *used = at + place.read_len as usize;
@@ -586,6 +505,8 @@ impl ChunkReader<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn write_targets(dir: &Path, n: u32) -> PathBuf {
@@ -623,11 +544,12 @@ mod tests {
         let n = 100_000u32;
         let path = write_targets(dir.path(), n);
         for direct in [false, true] {
-            let layouts = vec![LayoutFiles { targets: EdgeFile::open(&path, 4, direct).unwrap(), weights: None }];
-            let direct = direct && layouts[0].supports_direct();
             let counters = IoCounters::new();
+            let layouts =
+                vec![LayoutFiles { targets: EdgeFile::open(&path, 4, direct, &counters).unwrap(), weights: None }];
+            let direct = direct && layouts[0].supports_direct();
             let cancel = CancelToken::new();
-            let reader = ChunkReader { layouts: &layouts, direct, counters: &counters, cancel: &cancel };
+            let reader = ChunkReader { layouts: &layouts, direct, cancel: &cancel };
             let chunks = vec![
                 Chunk { first_edge: 3, end_edge: 10 },
                 Chunk { first_edge: 5000, end_edge: 5001 },
@@ -637,8 +559,8 @@ mod tests {
             let expected: Vec<u64> = chunks.iter().flat_map(|c| c.first_edge..c.end_edge).collect();
             let (free_tx, free_rx) = crossbeam_channel::bounded(2);
             let (full_tx, full_rx) = crossbeam_channel::bounded(2);
-            for _ in 0..2 {
-                free_tx.send(EdgeBuffer::new(16 * 4096, 4, false)).unwrap();
+            for buffer in EdgeBuffer::pool(2, 16 * 4096, 4, false).unwrap() {
+                free_tx.send(buffer).unwrap();
             }
             let mut seen = Vec::new();
             let stats = std::thread::scope(|s| {

@@ -26,7 +26,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let info = runner.graph_info();
     let gap = calibrate::resolve_gap_threshold(options.gap_threshold, runner.store().dir());
     let mut values: Vec<P::Value> = (0..info.num_vertices).into_par_iter().map(|v| program.init(v, &info)).collect();
-    let mut state = RunState::new(runner, program, &plan, &layouts, &options);
+    let mut state = RunState::new(runner, program, &plan, &layouts, &options)?;
     let run = Run { runner, program, options: &options, plan: &plan, layouts: &layouts, gap };
     let (mut active_vertices, mut active_edges) =
         fill_frontier(&mut state.frontier, &layouts.offsets()[..layouts.push_layouts], |v| {
@@ -163,7 +163,8 @@ impl RunLayouts {
         }
         let direct_supported = files.iter().all(LayoutFiles::supports_direct);
         if options.io == IoMode::Direct && !direct_supported {
-            runner.progress().note("stream: the file system refused O_DIRECT; reading through the page cache");
+            let why = files.iter().find_map(LayoutFiles::direct_refused).unwrap_or("no direct handle");
+            runner.progress().note(&format!("stream: no O_DIRECT ({why}); reading through the page cache"));
         }
         let total_bytes = files[..push_layouts].iter().map(LayoutFiles::bytes).sum();
         let wide = target_bytes_for(runner.graph_info().num_vertices) == 8;
@@ -223,7 +224,7 @@ impl<M: Copy + Send + Sync> RunState<M> {
         plan: &MemoryPlan,
         layouts: &RunLayouts,
         options: &StreamOptions,
-    ) -> Self {
+    ) -> Result<Self> {
         let n = runner.graph_info().num_vertices as usize;
         let accumulator = || Accumulator {
             msgs: vec![program.identity(); n],
@@ -232,20 +233,18 @@ impl<M: Copy + Send + Sync> RunState<M> {
             bad_target: None,
         };
         let room = if options.resident_edges { runner.memory().bytes().saturating_sub(plan.total()) } else { 0 };
-        RunState {
+        Ok(RunState {
             frontier: IndexedBitmap::new(n, options.partition_bits),
             next: IndexedBitmap::new(n, options.partition_bits),
             sources: (layouts.reverse_index.is_some() && program.sends_uniform_messages())
                 .then(|| pull::Sources::new(n, program.identity())),
             accumulators: (0..plan.accumulators).map(|_| accumulator()).collect(),
-            pool: (0..plan.buffers)
-                .map(|_| EdgeBuffer::new(plan.buffer_bytes as usize, if layouts.wide { 8 } else { 4 }, layouts.weights))
-                .collect(),
+            pool: EdgeBuffer::pool(plan.buffers, plan.buffer_bytes, if layouts.wide { 8 } else { 4 }, layouts.weights)?,
             resident_room: room,
             resident: resident::ResidentEdges::new(room),
             renumbered: None,
             page_cache: super::page_cache_estimate(runner.memory().bytes()),
-        }
+        })
     }
 
     /// The edges the accumulators took this iteration (reset to 0), or the damaged store's
@@ -455,12 +454,7 @@ fn push_iteration<P: VertexProgram>(
 
 fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
     let runner = run.runner;
-    ChunkReader {
-        layouts: &run.layouts.files,
-        direct: step.direct,
-        counters: runner.store().counters(),
-        cancel: runner.cancel_token(),
-    }
+    ChunkReader { layouts: &run.layouts.files, direct: step.direct, cancel: runner.cancel_token() }
 }
 
 /// The run's set-up, once, in the stats' `stream` section.
