@@ -60,9 +60,9 @@ fn check_against_inmem(store: &Store, source: &str, cache_fraction: f64, context
                     &format!("{context}: {name}, page {page_size}, selection {}", selection.name()),
                 );
             }
-            most_evictions = most_evictions.max(figure(&runner, "page_cache_evictions"));
-            let misses = figure(&runner, "page_cache_misses");
-            assert!(misses > 0.0 || selection != SelectionMethod::None, "{context}: no page was read");
+            most_evictions = most_evictions.max(cache_figures(&runner).page_cache_evictions as f64);
+            let misses = cache_figures(&runner).page_cache_misses;
+            assert!(misses > 0 || selection != SelectionMethod::None, "{context}: no page was read");
         }
     }
     most_evictions
@@ -110,23 +110,22 @@ fn page_cache_figures_are_consistent() {
     let runner = cache_runner(&store, 512, SelectionMethod::None, 64 << 10);
     run(&runner, "bfs", &AlgorithmParams { source: Some(original(0)), ..params() });
     let stats = runner.finish("bfs");
-    let get = |k: &str| stats.extra.get(k).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("figure {k} missing"));
-    let misses = get("page_cache_misses");
-    assert!(misses > 0.0);
+    let cache = stats.figures.cache.as_ref().expect("the cache figures");
+    let misses = cache.page_cache_misses;
+    assert!(misses > 0);
     // Every miss is a page read: the pages read and the bytes the requests moved agree.
-    assert_eq!(get("pages_read"), misses);
-    let requests = get("requests_issued");
-    assert!(requests > 0.0 && requests <= misses);
-    assert!(get("merged_requests") <= requests);
-    let util = get("page_utilisation");
+    assert_eq!(cache.pages_read, misses);
+    let requests = cache.requests_issued;
+    assert!(requests > 0 && requests <= misses);
+    assert!(cache.merged_requests <= requests);
+    let util = cache.page_utilisation.expect("pages were used");
     assert!(util > 0.0 && util <= 1.0, "utilisation {util}");
-    assert_eq!(get("static_cache_hits"), 0.0);
+    assert_eq!(cache.static_cache_hits, 0);
     // Per-iteration figures add up to the totals.
-    let per_iteration: f64 =
-        stats.per_iteration.iter().map(|it| it.extra.get("page_cache_misses").and_then(|v| v.as_f64()).unwrap()).sum();
+    let per_iteration: u64 = stats.per_iteration.iter().map(|it| it.figures.cache().unwrap().page_cache_misses).sum();
     assert_eq!(per_iteration, misses);
     let bytes: u64 = stats.per_iteration.iter().map(|it| it.bytes_read).sum();
-    assert!(bytes as f64 <= misses * 512.0 && bytes > 0);
+    assert!(bytes <= misses * 512 && bytes > 0);
 }
 
 #[test]
@@ -137,20 +136,23 @@ fn static_cache_serves_lists_and_selection_is_saved_and_reused() {
     let first = cache_runner(&store, 512, SelectionMethod::Gvs, 200 << 10);
     run(&first, "bfs", &bfs);
     let stats = first.finish("bfs");
-    assert_eq!(stats.extra["selection_source"], "computed");
-    assert!(stats.extra["static_cache_hits"].as_u64().unwrap() > 0);
-    assert!(stats.extra["static_cache_vertices"].as_u64().unwrap() > 0);
+    let cache = stats.figures.cache.as_ref().unwrap();
+    assert_eq!(cache.selection.as_ref().unwrap().selection_source, "computed");
+    assert!(cache.static_cache_hits > 0);
+    let vertices = cache.static_cache.as_ref().unwrap().static_cache_vertices;
+    assert!(vertices > 0);
     let store = Store::open(store.dir()).unwrap();
     assert!(store.manifest().layouts.keys().any(|k| k.starts_with("static-cache-selection/gvs-p512-")));
     let second = cache_runner(&store, 512, SelectionMethod::Gvs, 200 << 10);
     run(&second, "bfs", &bfs);
     let stats2 = second.finish("bfs");
-    assert_eq!(stats2.extra["selection_source"], "loaded from the store");
-    assert_eq!(stats2.extra["static_cache_vertices"], stats.extra["static_cache_vertices"]);
+    let cache2 = stats2.figures.cache.as_ref().unwrap();
+    assert_eq!(cache2.selection.as_ref().unwrap().selection_source, "loaded from the store");
+    assert_eq!(cache2.static_cache.as_ref().unwrap().static_cache_vertices, vertices);
     // Same memory without a static cache: every list goes through the page cache.
     let plain = cache_runner(&store, 512, SelectionMethod::None, 200 << 10);
     run(&plain, "bfs", &bfs);
-    assert_eq!(plain.finish("bfs").extra["static_cache_hits"], 0);
+    assert_eq!(cache_figures(&plain).static_cache_hits, 0);
 }
 
 /// Lists are scattered from all threads (`cache/parts.rs`): with three threads the
@@ -179,13 +181,14 @@ fn cached_lists_are_scattered_from_every_thread_with_the_same_results() {
         };
         let (one, one_stats) = on(1);
         let (three, three_stats) = on(3);
-        assert_eq!(one_stats.extra["scatter_parts"], 1, "{context}");
-        assert_eq!(three_stats.extra["scatter_parts"], 3, "{context}");
-        assert_eq!(one_stats.extra["static_cache_hits"], three_stats.extra["static_cache_hits"], "{context}");
-        assert_eq!(one_stats.extra["pages_read"], three_stats.extra["pages_read"], "{context}");
-        assert!(three_stats.extra["pages_read"].as_u64().unwrap() > 0, "{context}");
+        let (one_cache, three_cache) = (one_stats.figures.cache.unwrap(), three_stats.figures.cache.unwrap());
+        assert_eq!(one_cache.scatter_parts, 1, "{context}");
+        assert_eq!(three_cache.scatter_parts, 3, "{context}");
+        assert_eq!(one_cache.static_cache_hits, three_cache.static_cache_hits, "{context}");
+        assert_eq!(one_cache.pages_read, three_cache.pages_read, "{context}");
+        assert!(three_cache.pages_read > 0, "{context}");
         if *selection != SelectionMethod::None {
-            assert!(three_stats.extra["static_cache_hits"].as_u64().unwrap() > 0, "{context}");
+            assert!(three_cache.static_cache_hits > 0, "{context}");
         }
         assert_same(&three, &one, &format!("{context}: 3 parts against 1"));
         assert_same(&three, &run(&inmem_runner(&store), name, p), &format!("{context}: 3 parts against inmem"));
@@ -390,7 +393,7 @@ fn target_and_weight_pages_are_merged_into_fewer_requests() {
     let store = build(&tmp.path().join("s"), &erdos_renyi(4000, 40_000, 8, true, true));
     let runner = cache_runner(&store, 512, SelectionMethod::None, 256 << 10);
     run(&runner, "sssp", &AlgorithmParams { source: Some(original(3)), ..params() });
-    let (misses, requests, merged) =
-        (figure(&runner, "page_cache_misses"), figure(&runner, "requests_issued"), figure(&runner, "merged_requests"));
-    assert!(merged > 0.0 && requests < misses / 2.0, "{misses} pages read in {requests} requests ({merged} merged)");
+    let cache = cache_figures(&runner);
+    let (misses, requests, merged) = (cache.page_cache_misses, cache.requests_issued, cache.merged_requests);
+    assert!(merged > 0 && requests < misses / 2, "{misses} pages read in {requests} requests ({merged} merged)");
 }

@@ -213,7 +213,7 @@ fn out_of_core_engines_equal_inmem() {
             ..RunOptions::default()
         };
         let (got, stats) = on(&store, shards, "bfs-parents", &bfs);
-        assert!(stats.extra["shards"].as_u64().unwrap() >= 2, "{name}: the budget must force several shards");
+        assert!(stats.figures.shards.as_ref().unwrap().shards >= 2, "{name}: the budget must force several shards");
         assert_eq!(got, expected_tree, "{name} shards");
         // A cache of 16 KiB in 512-byte pages: far below the adjacency, so pages are evicted.
         let cache = CacheOptions { page_size: 512, ..CacheOptions::default() };

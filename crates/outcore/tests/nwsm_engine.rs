@@ -121,24 +121,24 @@ fn graphalytics_lcc_references_pass_on_nwsm() {
 
 /// tc and lcc on nwsm with `memory` and `ranks` equal the references; returns the runner's
 /// figures (window slides, spills, evictions).
-fn check_rmat(g: &Graph, store: &Store, memory: u64, ranks: usize, context: &str) -> (f64, f64, f64) {
+fn check_rmat(g: &Graph, store: &Store, memory: u64, ranks: usize, context: &str) -> (u64, u64, u64) {
     let (per, total) = reference_triangles(g);
     let runner = nwsm(store, memory, 512, ranks);
     let out = tc::run(&runner, &tc::Config).unwrap();
     assert_eq!(out.total, total, "{context}: total");
     assert_eq!(out.triangles, per, "{context}: per vertex");
     let figures = (
-        figure(&runner, "nwsm_level1_window_slides"),
-        figure(&runner, "nwsm_updates_spilled"),
-        figure(&runner, "nwsm_page_evictions"),
+        nwsm_figures(&runner).level1_window_slides,
+        nwsm_figures(&runner).updates_spilled,
+        nwsm_figures(&runner).page_evictions,
     );
-    let (remote, served) = (figure(&runner, "nwsm_remote_pages"), figure(&runner, "nwsm_pages_served"));
+    let (remote, served) = (nwsm_figures(&runner).remote_pages, nwsm_figures(&runner).pages_served);
     assert_eq!(remote, served, "{context}: every remote page is served by its owner");
     if ranks > 1 {
-        assert!(remote > 0.0, "{context}: no page came from another rank");
-        assert!(figure(&runner, "nwsm_updates_to_other_ranks") > 0.0, "{context}: no update crossed ranks");
+        assert!(remote > 0, "{context}: no page came from another rank");
+        assert!(nwsm_figures(&runner).updates_to_other_ranks > 0, "{context}: no update crossed ranks");
     } else {
-        assert_eq!(remote, 0.0);
+        assert_eq!(remote, 0);
     }
     let want = run(&inmem_runner(store), "lcc", &params());
     let got = run(&nwsm(store, memory, 512, ranks), "lcc", &params());
@@ -156,9 +156,9 @@ fn rmat_graphs_are_exact_for_1_2_and_4_ranks_with_a_budget_far_below_sum_of_squa
         for ranks in [1, 2, 4] {
             let context = format!("rmat directed={directed} ranks={ranks}");
             let (slides, spilled, evictions) = check_rmat(&g, &store, memory, ranks, &context);
-            assert!(slides >= 4.0, "{context}: level-1 windows slid only {slides} times");
-            assert!(spilled > 0.0, "{context}: no update spilled");
-            assert!(evictions > 0.0, "{context}: no page evicted");
+            assert!(slides >= 4, "{context}: level-1 windows slid only {slides} times");
+            assert!(spilled > 0, "{context}: no update spilled");
+            assert!(evictions > 0, "{context}: no page evicted");
         }
         let fresh = Store::open(store.dir()).unwrap();
         let layouts = BbpLayout::all(&fresh);
@@ -178,15 +178,15 @@ fn a_query_needing_a_larger_q_repartitions_and_gives_the_same_result() {
     let store = build(dir.path(), &g);
     let roomy = nwsm(&store, 64 << 20, 1024, 1);
     let a = run(&roomy, "tc", &params());
-    assert_eq!(figure(&roomy, "nwsm_q"), 1.0);
-    assert_eq!(figure(&roomy, "nwsm_repartitioned"), 0.0, "the first run builds, it does not repartition");
+    assert_eq!(nwsm_figures(&roomy).q, 1);
+    assert!(!nwsm_figures(&roomy).repartitioned, "the first run builds, it does not repartition");
     let again = nwsm(&store, 64 << 20, 1024, 1);
     run(&again, "tc", &params());
-    assert!(again.finish("tc").extra.get("nwsm_partition_bytes_written").unwrap().as_u64().unwrap() == 0);
+    assert_eq!(nwsm_figures(&again).partition_bytes_written, 0);
     let tight = nwsm(&store, 96 << 10, 1024, 1);
     let b = run(&tight, "tc", &params());
-    assert!(figure(&tight, "nwsm_q") > 1.0);
-    assert_eq!(tight.finish("tc").extra.get("nwsm_repartitioned"), Some(&serde_json::Value::Bool(true)));
+    assert!(nwsm_figures(&tight).q > 1);
+    assert!(nwsm_figures(&tight).repartitioned);
     assert_same(&a, &b, "tc after repartitioning");
     // the coarser layout was removed when the finer one was built: files, directory and entry
     let left: Vec<String> = BbpLayout::all(&Store::open(store.dir()).unwrap()).into_iter().map(|l| l.name).collect();
@@ -198,12 +198,11 @@ fn a_query_needing_a_larger_q_repartitions_and_gives_the_same_result() {
     let held = outcore::engine::nwsm::partition::LayoutLock::shared(&store, &finer.name).unwrap();
     let tighter = nwsm(&store, 72 << 10, 1024, 1);
     assert_same(&run(&tighter, "tc", &params()), &a, "tc after a second repartitioning");
-    assert!(figure(&tighter, "nwsm_q") > finer.q as f64);
+    assert!(nwsm_figures(&tighter).q > finer.q as u64);
     let fresh = Store::open(store.dir()).unwrap();
     assert_eq!(BbpLayout::all(&fresh).len(), 2, "the held layout stays");
     drop(held);
-    let removed =
-        outcore::engine::nwsm::partition::remove_coarser(&fresh, 1, figure(&tighter, "nwsm_q") as usize, 1024);
+    let removed = outcore::engine::nwsm::partition::remove_coarser(&fresh, 1, nwsm_figures(&tighter).q as usize, 1024);
     assert_eq!(removed.unwrap(), vec![finer.name.clone()]);
     assert_eq!(BbpLayout::all(&Store::open(store.dir()).unwrap()).len(), 1);
     assert!(!store.dir().join(&finer.name).exists());
@@ -272,19 +271,17 @@ fn bytes_in_flight_between_ranks_stay_within_what_the_plan_charges() {
     for ranks in [2, 4] {
         let runner = nwsm(&store, memory, 512, ranks);
         assert_eq!(tc::run(&runner, &tc::Config).unwrap().total, total, "ranks = {ranks}");
-        let extra = runner.finish("tc").extra;
-        let plan = &extra["nwsm_memory_plan"];
-        let get = |v: &serde_json::Value| v.as_u64().unwrap();
-        let in_flight = figure(&runner, "nwsm_max_update_bytes_in_flight") as u64;
+        let plan = nwsm_figures(&runner).memory_plan;
+        let in_flight = nwsm_figures(&runner).max_update_bytes_in_flight;
         assert!(in_flight > 0, "ranks = {ranks}: no update crossed ranks");
-        assert!(in_flight <= get(&plan["update_window_bytes"]), "ranks = {ranks}: {in_flight} bytes in flight");
-        assert!(get(&plan["update_flight_bytes"]) >= 2 * get(&plan["update_window_bytes"]));
-        assert!(figure(&runner, "nwsm_update_credit_waits") > 0.0, "ranks = {ranks}: the window never filled");
-        let reply = figure(&runner, "nwsm_max_page_reply_bytes") as u64;
+        assert!(in_flight <= plan.update_window_bytes, "ranks = {ranks}: {in_flight} bytes in flight");
+        assert!(plan.update_flight_bytes >= 2 * plan.update_window_bytes);
+        assert!(nwsm_figures(&runner).update_credit_waits > 0, "ranks = {ranks}: the window never filled");
+        let reply = nwsm_figures(&runner).max_page_reply_bytes;
         assert!(reply > 0, "ranks = {ranks}: no page came from another rank");
-        assert!(reply <= get(&plan["remote_batch_pages"]) * 512);
-        assert!(get(&plan["page_reply_bytes"]) >= 2 * reply);
-        let charged = figure(&runner, "nwsm_memory_charged_bytes") as u64;
+        assert!(reply <= plan.remote_batch_pages as u64 * 512);
+        assert!(plan.page_reply_bytes >= 2 * reply);
+        let charged = nwsm_figures(&runner).memory_charged_bytes;
         assert!(charged > memory / 2 && charged <= memory, "ranks = {ranks}: {charged} charged of {memory}");
     }
 }
@@ -321,11 +318,11 @@ fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
                 panic!("pr gives floats")
             };
             assert!(a.iter().zip(b).all(|(x, y)| close(*x, *y)), "{context}: pr");
-            assert!(figure(&runner, "nwsm_level1_window_slides") >= 4.0, "{context}: windows did not slide");
+            assert!(nwsm_figures(&runner).level1_window_slides >= 4, "{context}: windows did not slide");
             assert!(
-                figure(&runner, "nwsm_updates_spilled") > 0.0,
+                nwsm_figures(&runner).updates_spilled > 0,
                 "{context}: no update spilled (q = {})",
-                figure(&runner, "nwsm_q")
+                nwsm_figures(&runner).q
             );
             assert_eq!(runner.finish("pr").iterations, 11, "{context}: out-degrees and 10 iterations");
             assert_same(&run(&nwsm(&store, memory, 512, ranks), "wcc", &params()), &wcc, &format!("{context}: wcc"));
@@ -352,26 +349,23 @@ fn busy_times_are_reported_and_plausible_and_pages_are_read_ahead() {
     for ranks in [1, 2] {
         let runner = nwsm(&store, 160 << 10, 512, ranks);
         run(&runner, "tc", &params());
-        let wall = figure(&runner, "nwsm_scatter_gather_apply_seconds");
+        let wall = nwsm_figures(&runner).scatter_gather_apply_seconds;
         let threads = rayon::current_num_threads() as f64;
-        let extra = runner.finish("tc").extra;
-        for (key, per_rank) in [
-            ("busy_compute_seconds", 1.0),
-            ("busy_prefetch_read_seconds", 1.0),
-            ("busy_disk_read_seconds", 2.0),
-            ("busy_gather_seconds", 1.0 + threads),
-            ("busy_apply_seconds", 1.0),
-            ("busy_network_seconds", 2.0 + threads),
+        let figures = nwsm_figures(&runner);
+        for (key, busy, per_rank) in [
+            ("busy_compute_seconds", figures.busy_compute_seconds, 1.0),
+            ("busy_prefetch_read_seconds", figures.busy_prefetch_read_seconds, 1.0),
+            ("busy_disk_read_seconds", figures.busy_disk_read_seconds, 2.0),
+            ("busy_gather_seconds", figures.busy_gather_seconds, 1.0 + threads),
+            ("busy_apply_seconds", figures.busy_apply_seconds, 1.0),
+            ("busy_network_seconds", figures.busy_network_seconds, 2.0 + threads),
         ] {
-            let busy = extra.get(&format!("nwsm_{key}")).and_then(|v| v.as_f64());
-            let busy = busy.unwrap_or_else(|| panic!("{key} is not reported"));
             assert!(busy >= 0.0 && busy <= wall * per_rank * ranks as f64 + 1e-3, "{key} = {busy} s, wall {wall} s");
         }
-        assert!(figure(&runner, "nwsm_busy_compute_seconds") > 0.0);
-        assert!(figure(&runner, "nwsm_level1_window_slides") >= 2.0);
-        assert!(figure(&runner, "nwsm_prefetched_pages") > 0.0, "ranks = {ranks}: nothing was read ahead");
-        let plan = &extra["nwsm_memory_plan"];
-        assert!(plan["prefetch_pages"].as_u64().unwrap() >= 1);
+        assert!(nwsm_figures(&runner).busy_compute_seconds > 0.0);
+        assert!(nwsm_figures(&runner).level1_window_slides >= 2);
+        assert!(nwsm_figures(&runner).prefetched_pages > 0, "ranks = {ranks}: nothing was read ahead");
+        assert!(figures.memory_plan.prefetch_pages >= 1);
     }
 }
 

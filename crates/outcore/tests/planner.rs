@@ -181,7 +181,7 @@ fn auto_runs_every_algorithm_within_every_budget_and_equals_inmem() {
                 assert!(first.memory_total() <= budget, "{context}: plan within budget\n{explanation}");
                 let stats = runner.finish(algorithm);
                 // `need` is what inmem needs to load the graph; an edge pass streams it instead.
-                if budget < need && !stats.extra.contains_key("edge_pass") {
+                if budget < need && stats.figures.edge_pass.is_none() {
                     assert_ne!(runner.engine(), EngineKind::InMemory, "{context}: inmem does not fit\n{explanation}");
                 }
                 assert_eq!(stats.engine, first.engine, "{context}");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::pregel::{partition, PregelOptions};
-use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::engine::{EngineKind, PregelIteration, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
@@ -109,8 +109,9 @@ fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResul
     }
 }
 
-fn per_step(stats: &RunStats, key: &str) -> u64 {
-    stats.per_iteration.iter().map(|i| i.extra[key].as_u64().unwrap()).sum()
+/// The sum of one figure over a rank's supersteps.
+fn per_step(stats: &RunStats, figure: impl Fn(&PregelIteration) -> u64) -> u64 {
+    stats.per_iteration.iter().map(|i| figure(i.figures.pregel().expect("a pregel superstep"))).sum()
 }
 
 /// Every algorithm on W = 1..=4 ranks equals inmem; 4 KiB message files, so every step of pr cuts
@@ -127,11 +128,11 @@ fn equals_inmem_on_1_to_4_ranks(name: &str, g: &TestGraph, recoded: bool) {
             assert_same(algorithm, &expected, &got, &what);
             assert_eq!(stats.len(), ranks);
             assert_eq!(stats[0].engine, "pregel");
-            let files: u64 = stats.iter().map(|s| per_step(s, "message_files")).sum();
-            let sent: u64 = stats.iter().map(|s| per_step(s, "messages_sent")).sum();
+            let files: u64 = stats.iter().map(|s| per_step(s, |i| i.message_files)).sum();
+            let sent: u64 = stats.iter().map(|s| per_step(s, |i| i.messages_sent)).sum();
             // Messages to a rank's own vertices are combined in memory, without files, in
             // recoded mode with a combiner (pr's sum): at W = 1 no file is written at all.
-            let local: u64 = stats.iter().map(|s| per_step(s, "messages_combined_locally")).sum();
+            let local: u64 = stats.iter().map(|s| per_step(s, |i| i.messages_combined_locally)).sum();
             if recoded && algorithm == "pr" {
                 assert!(local > 0, "{what}: no message combined locally");
                 if ranks == 1 {
@@ -144,10 +145,10 @@ fn equals_inmem_on_1_to_4_ranks(name: &str, g: &TestGraph, recoded: bool) {
             let filed = sent - local;
             assert!(files * 256 >= filed && (filed < 4000 || files > 10), "{what}: {files} files, {filed} messages");
             if ranks > 1 && algorithm == "pr" {
-                let received: u64 = stats.iter().map(|s| per_step(s, "batches_received")).sum();
+                let received: u64 = stats.iter().map(|s| per_step(s, |i| i.batches_received)).sum();
                 assert!(received >= files, "{what}: {received} batches received of {files} files");
-                let extra = &stats[0].extra["pregel"];
-                assert_eq!(extra["per_rank"].as_array().unwrap().len(), ranks, "{what}");
+                let job = stats[0].figures.pregel.as_ref().unwrap();
+                assert_eq!(job.per_rank.len(), ranks, "{what}");
             }
         }
     }
@@ -378,7 +379,7 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint_with_the_same_result() {
         let crashed = run(Some(5), false).unwrap_err();
         assert!(matches!(crashed, Error::Interrupted), "{what}: {crashed}");
         let (resumed, stats) = run(None, true).unwrap().into_iter().next().unwrap();
-        assert_eq!(stats.extra["pregel_resumed_at_superstep"], 3, "{what}");
+        assert_eq!(stats.figures.pregel_resumed_at_superstep, Some(3), "{what}");
         assert_eq!(stats.per_iteration.first().unwrap().iteration, 3, "{what}: starts after the checkpoint");
         assert_same(algorithm, &inmem(&g.store, algorithm, &p), &resumed, &what);
         let dir = partition::rank_dir(&partition::partition_dir(&g.store, 3, recoded), 0);
@@ -425,7 +426,7 @@ fn ranks_a_checkpoint_apart_resume_from_the_step_they_all_hold() {
     std::fs::remove_dir_all(lagging.join("checkpoint")).unwrap();
     std::fs::rename(lagging.join("checkpoint.prev"), lagging.join("checkpoint")).unwrap();
     let (resumed, stats) = run(None, true).unwrap().into_iter().next().unwrap();
-    assert_eq!(stats.extra["pregel_resumed_at_superstep"], 3);
+    assert_eq!(stats.figures.pregel_resumed_at_superstep, Some(3));
     assert_same("pr", &inmem(&g.store, "pr", &p), &resumed, "pr resumed a checkpoint apart");
     for rank in 0..3 {
         let dir = partition::rank_dir(&parts, rank);

@@ -9,8 +9,10 @@
 mod inmem_support;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
-use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardFiles, ShardLayout, ShardValues, ShardsOptions};
-use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::engine::shards::{
+    DelayedDelivery, DynamicPolicy, ShardFiles, ShardLayout, ShardValues, ShardsOptions, StepKind,
+};
+use outcore::engine::{EngineKind, IterationStats, RunOptions, RunStats, Runner, ShardsIteration, ShardsRun};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -140,12 +142,32 @@ fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResul
     }
 }
 
-fn extra_str(stats: &RunStats, key: &str) -> Vec<String> {
-    stats.per_iteration.iter().map(|i| i.extra.get(key).and_then(|v| v.as_str()).unwrap_or("").to_string()).collect()
+/// The kind of shards each step loaded, values on disk or in memory.
+fn kinds(stats: &RunStats) -> Vec<String> {
+    stats.per_iteration.iter().map(|i| step(i).0.name().to_string()).collect()
 }
 
-fn extra_u64(stats: &RunStats, key: &str) -> Vec<u64> {
-    stats.per_iteration.iter().map(|i| i.extra.get(key).and_then(|v| v.as_u64()).unwrap_or(0)).collect()
+/// Where each step held the vertex values.
+fn values_modes(stats: &RunStats) -> Vec<String> {
+    stats.per_iteration.iter().map(|i| step(i).1.name().to_string()).collect()
+}
+
+fn step(i: &IterationStats) -> (StepKind, ShardValues) {
+    match (i.figures.shards(), i.figures.shards_memory()) {
+        (Some(disk), _) => (disk.kind, disk.shards_values),
+        (_, Some(memory)) => (memory.kind, memory.shards_values),
+        _ => panic!("not a shards step: {:?}", i.figures),
+    }
+}
+
+/// One figure of every step of a run with values on disk.
+fn disk_steps<T>(stats: &RunStats, figure: impl Fn(&ShardsIteration) -> T) -> Vec<T> {
+    stats.per_iteration.iter().map(|i| figure(i.figures.shards().expect("a step with values on disk"))).collect()
+}
+
+/// The run's shards figures.
+fn run_figures(stats: &RunStats) -> &ShardsRun {
+    stats.figures.shards.as_ref().expect("the shards figures")
 }
 
 #[test]
@@ -180,21 +202,21 @@ fn every_algorithm_equals_inmem(g: TestGraph) {
                 let mut options = shards_options(512 << 10, None, policy);
                 options.shards.delayed_delivery = delivery;
                 let (got, stats) = run(&g.store, options, algorithm, &p).unwrap();
-                let shards = stats.extra["shards"].as_u64().unwrap();
+                let shards = run_figures(&stats).shards;
                 assert!(shards >= 8, "{what}: the budget must force many intervals, got {shards}");
                 assert_same(algorithm, &expected, &got, &what);
                 assert_eq!(stats.engine, "shards");
                 if policy == Some(DynamicPolicy::Off) || policy.is_none() {
-                    assert!(extra_str(&stats, "kind").iter().all(|k| k == "static"), "{what}");
+                    assert!(kinds(&stats).iter().all(|k| k == "static"), "{what}");
                 }
                 if algorithm == "pr-delta" && policy != Some(DynamicPolicy::Off) {
-                    let kinds = extra_str(&stats, "kind");
+                    let kinds = kinds(&stats);
                     assert!(kinds.iter().any(|k| k == "dynamic"), "{what}: no dynamic step in {kinds:?}");
                     assert!(kinds.iter().any(|k| k == "shadow"), "{what}: no shadow step in {kinds:?}");
                     // Vertices lacking edges on the dynamic shards are served at once (their
                     // messages spill when 1/32 of this small budget is full), or all wait.
-                    let served: u64 = extra_u64(&stats, "directly_served_vertices").iter().sum();
-                    let delayed: u64 = extra_u64(&stats, "delayed_vertices_added").iter().sum();
+                    let served: u64 = disk_steps(&stats, |i| i.directly_served_vertices).iter().sum();
+                    let delayed: u64 = disk_steps(&stats, |i| i.delayed_vertices_added).iter().sum();
                     match delivery {
                         Adjacency => assert!(served > 0 && delayed == 0, "{what}: {served} served, {delayed} delayed"),
                         Shadow => assert!(served == 0 && delayed > 0, "{what}: {served} served, {delayed} delayed"),
@@ -212,8 +234,8 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
     let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
     options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
     let (_, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
-    let kinds = extra_str(&stats, "kind");
-    let loaded = extra_u64(&stats, "edges_loaded");
+    let kinds = kinds(&stats);
+    let loaded = disk_steps(&stats, |i| i.edges_loaded);
     let static_loaded = loaded[kinds.iter().position(|k| k == "static").unwrap()];
     assert_eq!(static_loaded, loaded[kinds.iter().position(|k| k == "shadow").unwrap()]);
     let dynamic: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "dynamic").collect();
@@ -222,12 +244,12 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
         assert!(loaded[i] < static_loaded, "step {i}: {} of {static_loaded} edges", loaded[i]);
         let it = &stats.per_iteration[i];
         assert!(it.bytes_read < stats.per_iteration[0].bytes_read, "step {i} read {}", it.bytes_read);
-        assert_eq!(it.extra["static_bytes_read"], 0, "dynamic steps read no static shard");
+        assert_eq!(it.figures.shards().unwrap().static_bytes_read, 0, "dynamic steps read no static shard");
     }
     // The first dynamic shards hold the edges updated in the two steps up to the first shadow.
     let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
-    let built = stats.per_iteration[first_shadow].extra["dynamic_shard_edges"].as_u64().unwrap();
-    let dirty = extra_u64(&stats, "dirty_edges");
+    let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
+    let dirty = disk_steps(&stats, |i| i.dirty_edges);
     assert!(built >= dirty[first_shadow].max(dirty[first_shadow - 1]), "{built} edges built");
     assert!(built <= dirty[first_shadow] + dirty[first_shadow - 1]);
 }
@@ -290,7 +312,7 @@ fn layout_holds_every_arc_once_sorted_by_source_in_its_interval_and_is_reused() 
     let before = std::fs::metadata(g.store.path("shards-8/intervals")).unwrap().modified().unwrap();
     let (_, stats) =
         run(&g.store, shards_options(64 << 20, Some(8), None), "wcc", &AlgorithmParams::default()).unwrap();
-    assert_eq!(stats.extra["shards"], 8);
+    assert_eq!(run_figures(&stats).shards, 8);
     assert_eq!(std::fs::metadata(g.store.path("shards-8/intervals")).unwrap().modified().unwrap(), before);
     // No run files are left behind (only this process's owner lock, removed once it ends).
     let leftovers: Vec<_> = std::fs::read_dir(g.store.path("tmp"))
@@ -376,9 +398,9 @@ fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_fol
             // v → w, so nothing is missing here; ADS drops v → w from the first dynamic shards.
             continue;
         }
-        let kinds = extra_str(&stats, "kind");
-        let added = extra_u64(&stats, "delayed_vertices_added");
-        let delivered = extra_u64(&stats, "delayed_vertices_delivered");
+        let kinds = kinds(&stats);
+        let added = disk_steps(&stats, |i| i.delayed_vertices_added);
+        let delivered = disk_steps(&stats, |i| i.delayed_vertices_delivered);
         let shadow = kinds.iter().rposition(|k| k == "shadow").unwrap();
         assert!(
             delivered[shadow] >= 2,
@@ -408,14 +430,14 @@ fn a_vertex_whose_out_edge_is_missing_is_served_from_its_adjacency_list_at_once(
     let plain = Runner::new(&store, shards_options(64 << 20, Some(3), Some(DynamicPolicy::Off)));
     plain.run_vertex_program(&Halving).unwrap();
     assert_eq!(stats.iterations, plain.finish("halving").iterations, "as many steps as static shards");
-    let served = extra_u64(&stats, "directly_served_vertices");
-    let messages = extra_u64(&stats, "direct_messages");
-    let kinds = extra_str(&stats, "kind");
+    let served = disk_steps(&stats, |i| i.directly_served_vertices);
+    let messages = disk_steps(&stats, |i| i.direct_messages);
+    let kinds = kinds(&stats);
     assert!(served.iter().sum::<u64>() >= 2, "v was served more than once: {served:?}");
     assert_eq!(served, messages, "one missing edge (v → w) per service");
-    assert_eq!(extra_u64(&stats, "delayed_vertices_added").iter().sum::<u64>(), 0);
+    assert_eq!(disk_steps(&stats, |i| i.delayed_vertices_added).iter().sum::<u64>(), 0);
     assert_eq!(kinds.iter().filter(|k| *k == "shadow").count(), 1, "only ADS's initial shadow: {kinds:?}");
-    assert!(extra_u64(&stats, "adjacency_bytes_read").iter().sum::<u64>() > 0);
+    assert!(disk_steps(&stats, |i| i.adjacency_bytes_read).iter().sum::<u64>() > 0);
 }
 
 #[test]
@@ -428,7 +450,7 @@ fn vertex_values_larger_than_the_budget_run_fully_external() {
     let (got, stats) =
         run(&g.store, shards_options(512 << 10, None, Some(DynamicPolicy::Ods)), "pr-delta", &p).unwrap();
     assert!(g.store.num_vertices() * 24 > 512 << 10);
-    assert!(stats.extra["shards"].as_u64().unwrap() >= 8);
+    assert!(run_figures(&stats).shards >= 8);
     let (ValueColumn::Float(e), ValueColumn::Float(o)) = (&expected.columns[0].1, &got.columns[0].1) else {
         panic!("float columns")
     };
@@ -459,20 +481,20 @@ fn values_in_memory_equal_inmem(g: TestGraph) {
         let options = values_options(128 << 10, None, Some(DynamicPolicy::Off), ShardValues::Memory);
         let (got, stats) = run(&g.store, options, algorithm, &p).unwrap();
         assert_same(algorithm, &expected, &got, &what);
-        assert_eq!(stats.extra["shards_values"], "memory", "{what}");
-        assert!(stats.extra["shards"].as_u64().unwrap() >= 2, "{what}: {:?}", stats.extra["shards"]);
-        let topology = stats.extra["shards_topology_bytes"].as_u64().unwrap();
+        assert_eq!(run_figures(&stats).shards_values.name(), "memory", "{what}");
+        assert!(run_figures(&stats).shards >= 2, "{what}: {:?}", run_figures(&stats).shards);
+        let topology = run_figures(&stats).memory.as_ref().unwrap().shards_topology_bytes;
         assert!(topology > 0, "{what}");
-        assert!(extra_str(&stats, "shards_values").iter().all(|m| m == "memory"), "{what}");
+        assert!(values_modes(&stats).iter().all(|m| m == "memory"), "{what}");
         for it in &stats.per_iteration {
             assert_eq!(it.bytes_written, 0, "{what}: step {} wrote", it.iteration);
             assert!(it.bytes_read <= topology, "{what}: step {} read {} > {topology}", it.iteration, it.bytes_read);
-            assert_eq!(it.extra["static_bytes_written"], 0, "{what}");
+            assert_eq!(it.figures.shards_memory().unwrap().static_bytes_written, 0, "{what}");
         }
         // A step that scatters reads every shard's topology exactly once.
         assert_eq!(stats.per_iteration[0].bytes_read, topology, "{what}");
         assert_eq!(stats.per_iteration[0].edges_processed, g.store.num_arcs(), "{what}");
-        assert!(stats.extra["shards_values_bytes"].as_u64().unwrap() <= 128 << 10, "{what}");
+        assert!(run_figures(&stats).memory.as_ref().unwrap().shards_values_bytes <= 128 << 10, "{what}");
     }
 }
 
@@ -502,13 +524,13 @@ fn auto_keeps_values_in_memory_when_they_fit_and_on_disk_when_they_do_not() {
     // pr runs static steps by default; Auto keeps its values in memory when they fit ...
     let (got, stats) = run(&g.store, values_options(2 * state, None, None, ShardValues::Auto), "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "auto, fits");
-    assert_eq!(stats.extra["shards_values"], "memory");
+    assert_eq!(run_figures(&stats).shards_values.name(), "memory");
     assert!(stats.per_iteration.iter().all(|i| i.bytes_written == 0));
     // ... and on disk one byte short of the values alone, with the same results.
     let (got, stats) = run(&g.store, values_options(state - 1, None, None, ShardValues::Auto), "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "auto, does not fit");
-    assert_eq!(stats.extra["shards_values"], "disk");
-    assert!(extra_str(&stats, "shards_values").iter().all(|m| m == "disk"));
+    assert_eq!(run_figures(&stats).shards_values.name(), "disk");
+    assert!(values_modes(&stats).iter().all(|m| m == "disk"));
     assert!(stats.per_iteration[0].bytes_written > 0, "the disk mode writes edge records");
     // Asking for memory there is an error naming the option; so is memory with a dynamic policy.
     let err = run(&g.store, values_options(state - 1, None, None, ShardValues::Memory), "pr", &p).unwrap_err();
@@ -522,12 +544,12 @@ fn auto_keeps_values_in_memory_when_they_fit_and_on_disk_when_they_do_not() {
     let expected = inmem(&g.store, "wcc", &p);
     let options = values_options(2 * state, None, Some(DynamicPolicy::Ods), ShardValues::Auto);
     let (got, stats) = run(&g.store, options, "wcc", &p).unwrap();
-    assert_eq!(stats.extra["shards_values"], "disk");
-    assert_eq!(stats.extra["dynamic_policy"], "ods");
+    assert_eq!(run_figures(&stats).shards_values.name(), "disk");
+    assert_eq!(run_figures(&stats).dynamic_policy.name(), "ods");
     assert_same("wcc", &expected, &got, "wcc ods on disk");
     let (got, stats) = run(&g.store, values_options(2 * state, None, None, ShardValues::Auto), "wcc", &p).unwrap();
-    assert_eq!(stats.extra["shards_values"], "memory");
-    assert_eq!(stats.extra["dynamic_policy"], "off");
+    assert_eq!(run_figures(&stats).shards_values.name(), "memory");
+    assert_eq!(run_figures(&stats).dynamic_policy.name(), "off");
     assert_same("wcc", &expected, &got, "wcc default in memory");
 }
 
@@ -549,7 +571,7 @@ fn the_planner_gives_the_memory_mode_its_topology_bytes_and_nothing_written() {
     assert!(memory.memory_total() <= 1 << 20, "{memory:?}");
     // The bytes it expects are those the mode reads (its topology every step), within 2×.
     let (_, stats) = run(&g.store, values_options(1 << 20, None, None, ShardValues::Auto), "pr", &p).unwrap();
-    assert_eq!(stats.extra["shards_values"], "memory");
+    assert_eq!(run_figures(&stats).shards_values.name(), "memory");
     let read: u64 = stats.per_iteration.iter().map(|i| i.bytes_read).sum();
     assert!(
         memory.bytes_read <= 2 * read && read <= 2 * memory.bytes_read,

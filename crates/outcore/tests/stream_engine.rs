@@ -8,7 +8,7 @@ mod inmem_support;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::stream::{IoMode, Schedule, StreamOptions};
-use outcore::engine::{Delivery, EngineKind, RunOptions, RunStats, Runner};
+use outcore::engine::{Delivery, EngineKind, ReadMode, RunOptions, RunStats, Runner, StreamIteration, StreamRun};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
@@ -128,12 +128,14 @@ fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResul
     }
 }
 
-fn extra_u64(stats: &RunStats, key: &str) -> Vec<u64> {
-    stats.per_iteration.iter().map(|i| i.extra[key].as_u64().unwrap()).collect()
+/// One figure of every iteration (all stream iterations).
+fn per_iteration<T>(stats: &RunStats, figure: impl Fn(&StreamIteration) -> T) -> Vec<T> {
+    stats.per_iteration.iter().map(|i| figure(i.figures.stream().expect("a stream iteration"))).collect()
 }
 
-fn extra_bool(stats: &RunStats, key: &str) -> Vec<bool> {
-    stats.per_iteration.iter().map(|i| i.extra[key].as_bool().unwrap()).collect()
+/// The run's stream set-up.
+fn setup(stats: &RunStats) -> &StreamRun {
+    stats.figures.stream.as_ref().expect("the stream set-up")
 }
 
 const ALGORITHMS: [&str; 6] = ["bfs", "sssp", "wcc", "pr", "pr-delta", "mssp"];
@@ -141,7 +143,7 @@ const ALGORITHMS: [&str; 6] = ["bfs", "sssp", "wcc", "pr", "pr-delta", "mssp"];
 /// Bytes of the edge files the program reads (targets, plus weights for weighted programs),
 /// for one layout.
 fn layout_bytes(stats: &RunStats) -> u64 {
-    stats.extra["stream"]["edge_file_bytes"].as_u64().unwrap()
+    setup(&stats).edge_file_bytes
 }
 
 #[test]
@@ -161,13 +163,13 @@ fn equals_inmem_for_every_algorithm_schedule_and_io_mode() {
                     assert_same(algorithm, &expected, &got, &what);
                     assert_eq!(stats.engine, "stream");
                     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(2) as u64;
-                    assert!(stats.extra["stream"]["accumulators"].as_u64().unwrap() >= threads, "{what}");
-                    let mode = if io == IoMode::Direct { "direct" } else { "buffered" };
-                    assert!(stats.per_iteration.iter().all(|i| i.extra["io_mode"] == mode), "{what}: I/O mode");
+                    assert!(setup(&stats).accumulators >= threads, "{what}");
+                    let mode = ReadMode::of(io == IoMode::Direct);
+                    assert!(per_iteration(&stats, |i| i.io_mode).iter().all(|&m| m == mode), "{what}: I/O mode");
                     let bytes: Vec<u64> = stats.per_iteration.iter().map(|i| i.bytes_read).collect();
-                    let fills = extra_u64(&stats, "buffer_fills");
+                    let fills = per_iteration(&stats, |i| i.buffer_fills);
                     let file = layout_bytes(&stats);
-                    let buffer = stats.extra["stream"]["buffer_bytes"].as_u64().unwrap();
+                    let buffer = setup(&stats).buffer_bytes;
                     if schedule == Schedule::Full || algorithm == "pr" {
                         // Every edge every iteration: at least the whole file, in many buffers.
                         for (i, (&b, &f)) in bytes.iter().zip(&fills).enumerate() {
@@ -216,10 +218,10 @@ fn dense_iterations_pull_and_equal_push_only_runs() {
                 assert_same(algorithm, &expected, &got, &what);
                 if !pull {
                     assert!(stats.per_iteration.iter().all(|i| i.delivery.is_none()), "{what}");
-                    assert!(stats.extra["stream"]["pull_layout"].is_null(), "{what}");
+                    assert!(setup(&stats).pull_layout.is_none(), "{what}");
                     continue;
                 }
-                assert_eq!(stats.extra["stream"]["pull_layout"], reverse, "{what}");
+                assert_eq!(setup(&stats).pull_layout, Some(reverse), "{what}");
                 let iterations = stats.per_iteration.len();
                 match algorithm {
                     "pr" => assert_eq!(pulled(&stats), iterations, "{what}"),
@@ -228,7 +230,7 @@ fn dense_iterations_pull_and_equal_push_only_runs() {
                         assert_eq!(stats.per_iteration[0].delivery, Some(Delivery::Push), "{what}");
                     }
                 }
-                let fills = extra_u64(&stats, "buffer_fills");
+                let fills = per_iteration(&stats, |i| i.buffer_fills);
                 for i in stats.per_iteration.iter().filter(|i| i.delivery == Some(Delivery::Pull)) {
                     assert!(i.bytes_read >= layout_bytes(&stats), "{what}: a pull reads the whole reverse layout");
                     assert!(fills[i.iteration] >= 4, "{what}: {fills:?}");
@@ -255,7 +257,7 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     options.stream.resident_edges = true;
     let (got, stats) = run(&g.store, options.clone(), "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "all resident");
-    let resident = extra_u64(&stats, "resident_edges");
+    let resident = per_iteration(&stats, |i| i.resident_edges);
     let file = layout_bytes(&stats);
     assert_eq!(resident[0], 0, "the first pass reads everything");
     assert!(stats.per_iteration[0].bytes_read >= file);
@@ -265,31 +267,31 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     // ordered by degree (the first pass renumbers the ids as it copies them), and since every
     // target folds its edges in the same order, the ranks are bit for bit those of a run that
     // reads every pass from disk.
-    let ordered = extra_bool(&stats, "sources_ordered");
+    let ordered = per_iteration(&stats, |i| i.sources_ordered);
     assert!(ordered.iter().all(|&o| o), "{ordered:?}");
     let mut from_disk = options.clone();
     from_disk.stream.resident_edges = false;
     let (unordered, stats_from_disk) = run(&g.store, from_disk, "pr", &p).unwrap();
-    assert!(extra_bool(&stats_from_disk, "sources_ordered").iter().all(|&o| !o));
+    assert!(per_iteration(&stats_from_disk, |i| i.sources_ordered).iter().all(|&o| !o));
     assert_eq!(format!("{got:?}"), format!("{unordered:?}"), "ordered sources changed the ranks");
 
     // The planner foresees the resident edges: its plan has them as a part, and it expects
     // one read of the layout, not one per iteration.
     let plan = stats.plan.as_ref().expect("a run records its plan");
     let part = plan.memory.iter().find(|p| p.part == "resident edges").map(|p| p.bytes);
-    let room = stats.extra["stream"]["resident_room_bytes"].as_u64().unwrap();
+    let room = setup(&stats).resident_room_bytes;
     assert_eq!(part, Some(room.min(file)), "room {room}, layout {file}: {:?}", plan.memory);
     assert!(plan.bytes_read < 2 * file, "{} bytes planned for a {file}-byte layout: {plan:?}", plan.bytes_read);
 
-    let planned = stats.extra["stream"]["planned_bytes"].as_u64().unwrap();
+    let planned = setup(&stats).planned_bytes;
     let budget = planned + file / 2;
     options.memory = MemoryBudget::new(budget);
     let (got, stats) = run(&g.store, options, "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "half resident");
-    let resident = extra_u64(&stats, "resident_edges");
-    assert!(extra_bool(&stats, "sources_ordered").iter().all(|&o| !o), "half resident: never ordered");
-    let room = stats.extra["stream"]["resident_room_bytes"].as_u64().unwrap();
-    assert!(room <= file / 2 && room + stats.extra["stream"]["planned_bytes"].as_u64().unwrap() <= budget);
+    let resident = per_iteration(&stats, |i| i.resident_edges);
+    assert!(per_iteration(&stats, |i| i.sources_ordered).iter().all(|&o| !o), "half resident: never ordered");
+    let room = setup(&stats).resident_room_bytes;
+    assert!(room <= file / 2 && room + setup(&stats).planned_bytes <= budget);
     for (i, iteration) in stats.per_iteration.iter().enumerate().skip(1) {
         assert!(resident[i] > arcs / 4 && resident[i] < arcs, "iteration {i}: {resident:?}");
         assert!(iteration.bytes_read > 0 && iteration.bytes_read < file * 3 / 4, "iteration {i}");
@@ -310,7 +312,7 @@ fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() 
         let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
         assert_same("bfs", &expected, &got, &g.name);
         let arcs = g.store.num_arcs();
-        let active_edges = extra_u64(&stats, "active_edges");
+        let active_edges = per_iteration(&stats, |i| i.active_edges);
         let from_memory: Vec<usize> = (0..stats.per_iteration.len())
             .filter(|&i| {
                 let it = &stats.per_iteration[i];
@@ -343,7 +345,7 @@ fn a_budget_without_room_to_pull_pushes() {
         run(&g.store, stream_options(budget * 2, Schedule::Selective, IoMode::Auto, 16 << 20), "pr", &p).unwrap();
     assert_same("pr", &expected, &got, &format!("pr at {} B", budget * 2));
     assert_eq!(pulled(&stats), stats.per_iteration.len(), "pr at twice the smallest budget");
-    assert!(stats.extra["stream"]["planned_bytes"].as_u64().unwrap() <= budget * 2);
+    assert!(setup(&stats).planned_bytes <= budget * 2);
 }
 
 proptest! {
@@ -420,11 +422,11 @@ fn tight_budget_refills_buffers_and_keeps_results() {
             }
         };
         assert_same(algorithm, &expected, &got, &format!("{algorithm} at {budget} B"));
-        let planned = stats.extra["stream"]["planned_bytes"].as_u64().unwrap();
+        let planned = setup(&stats).planned_bytes;
         assert!(planned <= budget, "{algorithm}: planned {planned} over the budget {budget}");
-        let fills = extra_u64(&stats, "buffer_fills");
+        let fills = per_iteration(&stats, |i| i.buffer_fills);
         let most = *fills.iter().max().unwrap();
-        let buffer = stats.extra["stream"]["buffer_bytes"].as_u64().unwrap();
+        let buffer = setup(&stats).buffer_bytes;
         let file = layout_bytes(&stats);
         assert!(buffer <= 128 << 10, "{algorithm} at {budget} B: buffers of {buffer} B");
         assert!(
@@ -456,7 +458,7 @@ fn mssp_beyond_one_pass_equals_single_source_runs() {
     let (got, stats) = run(&g.store, options, "mssp", &p).unwrap();
     assert_eq!(got.columns.len(), 40);
     assert_eq!(got.summary["passes"], 2);
-    assert_eq!(stats.extra["mssp_passes"], 2);
+    assert_eq!(stats.figures.mssp_passes, Some(2));
     let expected = inmem(&g.store, "mssp", &p);
     assert_same("mssp", &expected, &got, "mssp 40 sources");
     // Each column is the sssp of its source.

@@ -86,10 +86,10 @@ proptest! {
             let (got, stats) = run(&s, engine, 8 << 20, Method::UnionFind);
             prop_assert_eq!(&got, &want, "union-find on {}", engine.name());
             prop_assert_eq!(stats.per_iteration.len(), 1);
-            prop_assert!(stats.extra.contains_key("edge_pass"));
+            prop_assert!(stats.figures.edge_pass.is_some());
             let (got, stats) = run(&s, engine, 8 << 20, Method::Propagation);
             prop_assert_eq!(&got, &want, "propagation on {}", engine.name());
-            prop_assert!(!stats.extra.contains_key("edge_pass"));
+            prop_assert!(stats.figures.edge_pass.is_none());
         }
     }
 }
@@ -106,18 +106,18 @@ fn a_pass_over_many_buffers_finds_the_components() {
     let want = reference(n, &arcs);
     let (got, stats) = run(&s, EngineKind::Stream, 1 << 20, Method::Auto);
     assert_eq!(got, want);
-    assert!(stats.extra.contains_key("edge_pass"), "stream chose the edge pass");
-    let requests = stats.per_iteration[0].extra["read_requests"].as_u64().unwrap();
+    assert!(stats.figures.edge_pass.is_some(), "stream chose the edge pass");
+    let requests = stats.per_iteration[0].figures.edge_pass().unwrap().read_requests;
     assert!(requests >= 4, "csr-out ({} arcs) read in {requests} requests", arcs.len());
     assert_eq!(stats.per_iteration[0].edges_processed, arcs.len() as u64);
     let (got, stats) = run(&s, EngineKind::Auto, 64 << 20, Method::Auto);
     assert_eq!(got, want);
-    assert!(stats.extra.contains_key("edge_pass"), "auto chose the edge pass: {}", stats.engine_reason);
+    assert!(stats.figures.edge_pass.is_some(), "auto chose the edge pass: {}", stats.engine_reason);
     // The cache engine keeps vertex state in memory too: one streamed pass, not six rounds of
     // page requests, with the same components.
     let (got, stats) = run(&s, EngineKind::Cache, 1 << 20, Method::Auto);
     assert_eq!(got, want);
-    assert!(stats.extra.contains_key("edge_pass"), "cache chose the edge pass");
+    assert!(stats.figures.edge_pass.is_some(), "cache chose the edge pass");
     assert_eq!(stats.per_iteration.len(), 1);
     let read = stats.per_iteration[0].bytes_read;
     let csr_out = s.manifest().files["csr-out/targets"].bytes;

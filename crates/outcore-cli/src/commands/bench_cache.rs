@@ -27,7 +27,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
-use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::engine::{EngineKind, IterationFigures, RunOptions, Runner};
 use outcore::runtime::{format_size, MemoryBudget, NoProgress};
 use outcore::store::order::{read_all_offsets, reorder_into, SplitMix64, VertexOrder};
 use outcore::store::{Direction, Store};
@@ -139,8 +139,14 @@ pub fn run_child(args: BenchCacheRunArgs) -> anyhow::Result<()> {
     let peak_rss = own_peak_rss_bytes().unwrap_or(stats.peak_rss_bytes);
     let compute: f64 = stats.per_iteration.iter().map(|i| i.seconds).sum();
     let bytes: u64 = stats.per_iteration.iter().map(|i| i.bytes_read).sum();
-    let requests: u64 =
-        stats.per_iteration.iter().filter_map(|i| i.extra.get("requests_issued").and_then(Value::as_u64)).sum();
+    let requests: u64 = stats
+        .per_iteration
+        .iter()
+        .filter_map(|i| match &i.figures {
+            IterationFigures::Cache(cache) => Some(cache.requests_issued),
+            _ => None,
+        })
+        .sum();
     let out = json!({
         "compute_seconds": compute,
         "iteration_bytes_read": bytes,
@@ -149,7 +155,7 @@ pub fn run_child(args: BenchCacheRunArgs) -> anyhow::Result<()> {
         "peak_rss_bytes": peak_rss,
         "iterations": stats.iterations,
         "summary": result.summary,
-        "extra": stats.extra,
+        "extra": stats.figures,
     });
     println!("{}", serde_json::to_string(&out)?);
     Ok(())

@@ -121,10 +121,8 @@ fn child(args: &ShardsBenchArgs, algorithm: &str, policy: &str, stats_path: &std
     if let Some(hwm) = vm_hwm_bytes() {
         stats.peak_rss_bytes = hwm;
     }
-    if let Some(cpu) = cpu_seconds() {
-        stats.extra.insert("cpu_seconds".into(), cpu.into());
-    }
-    std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
+    let file = super::StatsFile { stats: &stats, summary: None, cpu_seconds: cpu_seconds() };
+    std::fs::write(stats_path, serde_json::to_vec_pretty(&file)?)?;
     Ok(())
 }
 

@@ -113,10 +113,8 @@ fn stream_child(args: &StreamBenchArgs, algorithm: &str, schedule: &str, stats_p
     if let Some(hwm) = vm_hwm_bytes() {
         stats.peak_rss_bytes = hwm;
     }
-    if let Some(cpu) = cpu_seconds() {
-        stats.extra.insert("cpu_seconds".into(), cpu.into());
-    }
-    std::fs::write(stats_path, serde_json::to_vec_pretty(&stats)?)?;
+    let file = super::StatsFile { stats: &stats, summary: None, cpu_seconds: cpu_seconds() };
+    std::fs::write(stats_path, serde_json::to_vec_pretty(&file)?)?;
     Ok(())
 }
 

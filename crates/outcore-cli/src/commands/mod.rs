@@ -34,3 +34,17 @@ pub fn budget(text: Option<&String>) -> anyhow::Result<MemoryBudget> {
     }
     Ok(budget)
 }
+
+/// A `--stats-json` file: the run's figures ([`outcore::engine::RunStats`]) and the keys the
+/// front end adds beside them.
+#[derive(serde::Serialize)]
+pub struct StatsFile<'a> {
+    #[serde(flatten)]
+    pub stats: &'a outcore::engine::RunStats,
+    /// The result's summary (`run`; [`outcore::report::summarize`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// CPU seconds of the process, user and system (benchmark children).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+}

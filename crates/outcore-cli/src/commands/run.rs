@@ -420,7 +420,7 @@ fn run_with(
     };
     let writes = runner.transport().map_or(true, |t| t.rank() == 0);
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
-    let mut stats = runner.finish(&args.algorithm);
+    let stats = runner.finish(&args.algorithm);
     let (rank, ranks) = runner.rank();
     if rank != 0 {
         // Rank 0 holds every value and writes the results and figures of the whole job.
@@ -455,8 +455,11 @@ fn run_with(
         }
     }
     if let Some(path) = &args.stats_json {
-        stats.extra.insert("summary".into(), serde_json::Value::Object(summary));
-        let text = serde_json::to_string_pretty(&stats)?;
+        let text = serde_json::to_string_pretty(&super::StatsFile {
+            stats: &stats,
+            summary: Some(&summary),
+            cpu_seconds: None,
+        })?;
         std::fs::write(path, text).map_err(|e| outcore::Error::io(format!("writing {}", path.display()), e))?;
     }
     Ok(())

@@ -211,7 +211,7 @@ pub fn run(runner: &Runner, config: &Config) -> Result<MsspOutput> {
             _ => run_batch::<32>(runner, batch, &mut distances)?,
         }
     }
-    runner.record_extra("mssp_passes", passes.into());
+    runner.record_figures(|figures| figures.mssp_passes = Some(passes as u64));
     Ok(MsspOutput { sources: config.sources.clone(), source_names, distances, passes })
 }
 

@@ -55,7 +55,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Delivery, IterationStats, Runner, PULL_DIVISOR};
+use super::{
+    Delivery, InMemoryIteration, InMemoryPregelIteration, IterationFigures, IterationStats, Runner, PULL_DIVISOR,
+};
 use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext,
@@ -742,17 +744,18 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
                 (edges, apply(program, &ctx, &mut values, &mut inbox, listed, &mut frontier))
             }
         };
-        let mut stats = IterationStats {
+        runner.record_iteration(IterationStats {
             iteration,
             active_vertices,
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
             delivery,
+            figures: IterationFigures::InMemory(InMemoryIteration {
+                applied: applied as u64,
+                push_tasks: push_tasks as u64,
+            }),
             ..IterationStats::default()
-        };
-        stats.extra.insert("applied".into(), applied.into());
-        stats.extra.insert("push_tasks".into(), push_tasks.into());
-        runner.record_iteration(stats);
+        });
         bar.inc(1);
         let active_next = frontier.list.len() as u64;
         iteration += 1;
@@ -901,15 +904,14 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
         }
         inbox = outbox;
         previous = aggregates;
-        let mut stats = IterationStats {
+        runner.record_iteration(IterationStats {
             iteration: superstep,
             active_vertices,
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
+            figures: IterationFigures::InMemoryPregel(InMemoryPregelIteration { messages: messages_sent as u64 }),
             ..IterationStats::default()
-        };
-        stats.extra.insert("messages".into(), messages_sent.into());
-        runner.record_iteration(stats);
+        });
         bar.inc(1);
         superstep += 1;
         if program.end_superstep_aggregates(superstep - 1, previous.values()) == Control::Stop {
@@ -1074,8 +1076,15 @@ mod tests {
         }
     }
 
+    fn in_memory(i: &IterationStats) -> &InMemoryIteration {
+        match &i.figures {
+            IterationFigures::InMemory(figures) => figures,
+            other => panic!("not an inmem vertex iteration: {other:?}"),
+        }
+    }
+
     fn applied(r: &Runner) -> Vec<u64> {
-        r.finish("bfs").per_iteration.iter().map(|i| i.extra["applied"].as_u64().unwrap()).collect()
+        r.finish("bfs").per_iteration.iter().map(|i| in_memory(i).applied).collect()
     }
 
     #[test]
@@ -1114,8 +1123,7 @@ mod tests {
             let first = deliveries(r).len();
             let optimised = r.run_vertex_program(&bfs(0, false)).unwrap();
             let stats = r.finish("bfs");
-            let tasks: Vec<u64> =
-                stats.per_iteration[first..].iter().map(|i| i.extra["push_tasks"].as_u64().unwrap()).collect();
+            let tasks: Vec<u64> = stats.per_iteration[first..].iter().map(|i| in_memory(i).push_tasks).collect();
             (pushed, optimised, tasks)
         });
         assert_eq!(pushed, optimised);

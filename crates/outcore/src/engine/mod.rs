@@ -13,12 +13,11 @@ pub mod nwsm;
 pub mod planner;
 pub mod pregel;
 pub mod shards;
+pub mod stats;
 pub mod stream;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::program::{GraphInfo, PregelProgram, VertexProgram, Wire};
@@ -27,6 +26,12 @@ use crate::runtime::{format_size, peak_rss_bytes, CancelToken, IoCounters, Memor
 use crate::store::Store;
 use crate::VertexId;
 use planner::{CostModel, Explanation, PlanContext, PlanGraph, ProgramShape};
+pub use stats::{
+    CacheIteration, CacheRun, CacheSelection, Delivery, EdgePassIteration, EdgePassRun, InMemoryIteration,
+    InMemoryPregelIteration, IterationFigures, IterationStats, NwsmQuery, PregelIteration, PregelRankFigures,
+    PregelRun, ReadMode, RunFigures, RunStats, ShardsIteration, ShardsMemoryIteration, ShardsMemorySizing, ShardsRun,
+    StaticCacheLoad, StreamIteration, StreamRun,
+};
 
 /// The engines a user can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,62 +113,9 @@ impl Default for RunOptions {
     }
 }
 
-/// Figures of one iteration (superstep). Engine-specific figures go into `extra`.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct IterationStats {
-    pub iteration: usize,
-    pub active_vertices: u64,
-    pub edges_processed: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub seconds: f64,
-    /// How the iteration delivered messages, where the engine chose
-    /// ([`VertexProgram::supports_pull`](crate::program::VertexProgram::supports_pull)).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<Delivery>,
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
-
 /// Ligra's switch (PPoPP'13 §4, after Beamer et al. SC'12), shared by the engines that pull: an
 /// iteration pulls when the frontier's vertices plus their arcs exceed `arcs / PULL_DIVISOR`.
 pub const PULL_DIVISOR: u64 = 20;
-
-/// Push (active vertices scatter along their arcs) or pull (vertices that want messages scan
-/// their reverse arcs for active sources): Beamer's direction optimisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Delivery {
-    Push,
-    Pull,
-}
-
-/// Figures of a whole run, written by `--stats-json`.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunStats {
-    pub algorithm: String,
-    pub engine: String,
-    /// Why `auto` chose this engine (empty when chosen by the user).
-    pub engine_reason: String,
-    pub memory_budget_bytes: u64,
-    pub vertices: u64,
-    pub edges: u64,
-    pub iterations: usize,
-    pub wall_seconds: f64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub read_requests: u64,
-    /// Bytes of store files (and derived layouts) whose block checksums this run verified, each
-    /// block once per run (`store::blocks`); 0 in a build with the `unchecked-blocks` feature.
-    pub bytes_verified: u64,
-    pub peak_rss_bytes: u64,
-    /// The plan of the engine that ran (memory by part, expected bytes and seconds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plan: Option<planner::Plan>,
-    pub per_iteration: Vec<IterationStats>,
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
 
 /// Runs programs on a store with one engine and budget, and collects the run's figures.
 pub struct Runner {
@@ -650,9 +602,9 @@ impl Runner {
         stats.per_iteration.push(iteration);
     }
 
-    /// Adds a run-level figure (e.g. `"page_cache_hits"`).
-    pub fn record_extra(&self, key: &str, value: serde_json::Value) {
-        self.stats.lock().unwrap().extra.insert(key.to_string(), value);
+    /// Records run-level figures: `update` sets its engine's section of the run's figures.
+    pub fn record_figures(&self, update: impl FnOnce(&mut RunFigures)) {
+        update(&mut self.stats.lock().unwrap().figures);
     }
 
     /// I/O counted so far in this run.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
-use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::engine::{CacheRun, EngineKind, NwsmQuery, RunOptions, Runner};
 use outcore::runtime::MemoryBudget;
 use outcore::store::order::SplitMix64;
 use outcore::store::{build_in_memory, InMemoryGraph, OriginalIds, Store};
@@ -190,9 +190,16 @@ pub fn assert_same_by_original(sa: &Store, a: &AlgorithmResult, sb: &Store, b: &
     }
 }
 
-/// Number of a run's figure (e.g. `"page_cache_evictions"`), 0 when absent.
-pub fn figure(runner: &Runner, key: &str) -> f64 {
-    runner.finish("test").extra.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
+/// The cache engine's figures of the run so far (default, all 0, before it recorded any).
+#[allow(dead_code)]
+pub fn cache_figures(runner: &Runner) -> CacheRun {
+    runner.finish("test").figures.cache.unwrap_or_default()
+}
+
+/// The last nwsm query's figures.
+#[allow(dead_code)]
+pub fn nwsm_figures(runner: &Runner) -> NwsmQuery {
+    runner.finish("test").figures.nwsm.expect("an nwsm query ran")
 }
 
 pub fn params() -> AlgorithmParams {

@@ -34,7 +34,7 @@
 //! runs of one algorithm (diameter sweeps, the phases of betweenness), as a graph engine's
 //! caches do.
 //!
-//! **Figures** (per iteration in `IterationStats.extra`, cumulative in the run's extras):
+//! **Figures** (per iteration in [`CacheIteration`], cumulative in [`CacheRun`]):
 //! page-cache hits and misses (distinct pages per batch), static-cache hits (lists served),
 //! page utilisation (paper §5.1), bytes read, requests issued, merged requests (requests that
 //! cover more than one page), evictions, and the selection's and loading's cost.
@@ -50,7 +50,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use crossbeam_channel::Receiver;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 pub use selection::SelectionMethod;
 
@@ -59,7 +59,7 @@ use self::parts::{ListRun, Parallel, Parts, ScatterContext, Serial, Sink};
 use self::requests::{merge_requests, perform, PagedFile, ReadJob, MAX_PAGES_PER_REQUEST};
 use self::selection::{chunk_edges_within, select, working_bytes, SelectionInput};
 use self::static_cache::StaticCache;
-use super::{IterationStats, Runner};
+use super::{CacheIteration, CacheRun, CacheSelection, IterationFigures, IterationStats, Runner, StaticCacheLoad};
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, Control, EdgeDirection, IterationContext, VertexProgram};
 use crate::runtime::{format_size, ProgressUnit};
@@ -197,7 +197,8 @@ pub struct CacheEngine {
     page_cache: PageCache,
     static_cache: Option<StaticCache>,
     counters: EngineCounters,
-    setup: Map<String, Value>,
+    /// The set-up figures, completed with the counters for the run's stats.
+    figures: CacheRun,
 }
 
 /// Runs `program` on the cache engine of `runner` (created on first use).
@@ -299,16 +300,20 @@ impl CacheEngine {
         let (sizes, total_pages) = page_numbering(store, &rels, page_size);
 
         let plan = Self::plan_memory(runner, total_pages)?;
-        let mut setup = Map::new();
-        setup.insert("cache_page_size".into(), page_size.into());
-        setup.insert("cache_static_share".into(), json!(options.static_cache_share));
-        setup.insert("cache_selection".into(), options.selection.name().into());
-        setup.insert("cache_gvs_rounds".into(), options.gvs_rounds.into());
-        setup.insert("cache_memory_bytes".into(), plan.cache.into());
-        setup.insert("cache_reserved_state_bytes".into(), plan.reserved_state.into());
-        setup.insert("cache_offsets_bytes".into(), plan.offsets.into());
-        setup.insert("cache_page_table_bytes".into(), plan.page_table.into());
-        setup.insert("static_cache_budget_bytes".into(), plan.static_cache.into());
+        let mut figures = CacheRun {
+            cache_page_size: page_size,
+            cache_static_share: options.static_cache_share,
+            cache_selection: options.selection.name(),
+            cache_gvs_rounds: options.gvs_rounds as u64,
+            cache_memory_bytes: plan.cache,
+            cache_reserved_state_bytes: plan.reserved_state,
+            cache_offsets_bytes: plan.offsets,
+            cache_page_table_bytes: plan.page_table,
+            static_cache_budget_bytes: plan.static_cache,
+            page_cache_frames: plan.frames as u64,
+            page_cache_bytes: plan.frames as u64 * page_size,
+            ..CacheRun::default()
+        };
 
         let out_layout = store.csr(Direction::Out)?;
         let out_offsets = read_all_offsets(&out_layout)?;
@@ -317,13 +322,16 @@ impl CacheEngine {
         // The static cache: select (or load the saved selection), then load the lists.
         let static_cache = if options.selection != SelectionMethod::None && plan.static_cache > 0 {
             let edge_bytes = target_bytes + if weighted { 8 } else { 0 };
-            let selected = Self::selection(runner, &out_layout, &out_offsets, plan, edge_bytes, &mut setup)?;
+            let (selected, selection) = Self::selection(runner, &out_layout, &out_offsets, plan, edge_bytes)?;
+            figures.selection = Some(selection);
             let (cache, report) = StaticCache::load(&out_layout, &out_offsets, &selected, weighted)?;
-            setup.insert("static_cache_vertices".into(), (cache.len() as u64).into());
-            setup.insert("static_cache_edges".into(), cache.edges().into());
-            setup.insert("static_cache_bytes".into(), cache.bytes().into());
-            setup.insert("static_cache_load_seconds".into(), json!(report.seconds));
-            setup.insert("static_cache_load_bytes".into(), report.bytes_read.into());
+            figures.static_cache = Some(StaticCacheLoad {
+                static_cache_vertices: cache.len() as u64,
+                static_cache_edges: cache.edges(),
+                static_cache_bytes: cache.bytes(),
+                static_cache_load_seconds: report.seconds,
+                static_cache_load_bytes: report.bytes_read,
+            });
             Some(cache)
         } else {
             None
@@ -338,7 +346,7 @@ impl CacheEngine {
             }
             files.push(file);
         }
-        setup.insert("cache_io_mode".into(), files[0].mode.name().into());
+        figures.cache_io_mode = files[0].mode.name();
         let out = Adjacency {
             offsets: out_offsets,
             target_bytes,
@@ -360,8 +368,6 @@ impl CacheEngine {
             None
         };
         let page_cache = PageCache::new(page_size as usize, plan.frames, total_pages)?;
-        setup.insert("page_cache_frames".into(), (plan.frames as u64).into());
-        setup.insert("page_cache_bytes".into(), (plan.frames as u64 * page_size).into());
         Ok(CacheEngine {
             options,
             vertices: n,
@@ -371,7 +377,7 @@ impl CacheEngine {
             page_cache,
             static_cache,
             counters: EngineCounters::default(),
-            setup,
+            figures,
         })
     }
 
@@ -415,8 +421,7 @@ impl CacheEngine {
         out_offsets: &[u64],
         plan: MemoryPlan,
         edge_bytes: u64,
-        setup: &mut Map<String, Value>,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<(Vec<u64>, CacheSelection)> {
         let options = &runner.options().cache;
         let store = runner.store();
         let method = options.selection;
@@ -439,9 +444,12 @@ impl CacheEngine {
             if file.len() == entry.bytes && file.len() % 8 == 0 {
                 let selected = crate::store::files::u64s_from_le_bytes(&file.read_all()?);
                 if selected.iter().all(|&v| v < store.num_vertices()) {
-                    setup.insert("selection_source".into(), "loaded from the store".into());
-                    setup.insert("selection_seconds".into(), json!(started.elapsed().as_secs_f64()));
-                    return Ok(selected);
+                    let selection = CacheSelection {
+                        selection_source: "loaded from the store",
+                        selection_seconds: started.elapsed().as_secs_f64(),
+                        selection_bytes_read: None,
+                    };
+                    return Ok((selected, selection));
                 }
             }
         }
@@ -478,11 +486,13 @@ impl CacheEngine {
         let selected = select(method, &input)?;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
-        setup.insert("selection_source".into(), "computed".into());
-        setup.insert("selection_seconds".into(), json!(seconds));
-        setup.insert("selection_bytes_read".into(), store.counters().snapshot().since(&io_before).bytes_read.into());
+        let selection = CacheSelection {
+            selection_source: "computed",
+            selection_seconds: seconds,
+            selection_bytes_read: Some(store.counters().snapshot().since(&io_before).bytes_read),
+        };
         Self::save_selection(store, &layout_name, &rel, &selected, method, options, plan, edge_bytes, seconds)?;
-        Ok(selected)
+        Ok((selected, selection))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -535,7 +545,7 @@ impl CacheEngine {
         };
         let with_weights = program.uses_weights() && info.weighted;
         let parts = parts::parts_within::<P>(self.options.state_bytes_per_vertex, rayon::current_num_threads());
-        runner.record_extra("scatter_parts", (parts as u64).into());
+        self.figures.scatter_parts = parts as u64;
         let mut parts = (parts > 1).then(|| Parts::new(parts, n, program.identity()));
 
         let mut values: Vec<P::Value> = (0..n).map(|v| program.init(v, &info)).collect();
@@ -638,25 +648,23 @@ impl CacheEngine {
 
             let io = runner.io_snapshot().since(&io_before);
             let cache_now = self.page_cache.counters();
-            let mut stats = IterationStats {
+            let stats = IterationStats {
                 iteration,
                 active_vertices,
                 edges_processed,
                 bytes_read: io.bytes_read,
                 bytes_written: io.bytes_written,
                 seconds: started.elapsed().as_secs_f64(),
-                ..IterationStats::default()
+                delivery: None,
+                figures: IterationFigures::Cache(CacheIteration {
+                    page_cache_hits: cache_now.hits - cache_before.hits,
+                    page_cache_misses: cache_now.misses - cache_before.misses,
+                    page_cache_evictions: cache_now.evictions - cache_before.evictions,
+                    static_cache_hits: self.counters.static_hits - counters_before.static_hits,
+                    requests_issued: self.counters.requests - counters_before.requests,
+                    merged_requests: self.counters.merged_requests - counters_before.merged_requests,
+                }),
             };
-            let extra = &mut stats.extra;
-            extra.insert("page_cache_hits".into(), (cache_now.hits - cache_before.hits).into());
-            extra.insert("page_cache_misses".into(), (cache_now.misses - cache_before.misses).into());
-            extra.insert("page_cache_evictions".into(), (cache_now.evictions - cache_before.evictions).into());
-            extra.insert("static_cache_hits".into(), (self.counters.static_hits - counters_before.static_hits).into());
-            extra.insert("requests_issued".into(), (self.counters.requests - counters_before.requests).into());
-            extra.insert(
-                "merged_requests".into(),
-                (self.counters.merged_requests - counters_before.merged_requests).into(),
-            );
             runner.record_iteration(stats);
             bar.inc(1);
             iteration += 1;
@@ -672,35 +680,28 @@ impl CacheEngine {
         self.out.offsets[v as usize + 1] - self.out.offsets[v as usize]
     }
 
-    /// Writes the cumulative figures into the run's extras.
+    /// Records the set-up and the cumulative counters as the run's cache figures.
     fn record_run_figures(&self, runner: &Runner) {
-        for (k, v) in &self.setup {
-            runner.record_extra(k, v.clone());
-        }
         let pc = self.page_cache.counters();
         let lookups = pc.hits + pc.misses;
         let (utilisation, pages) = self.page_cache.utilisation();
         let lists = self.counters.static_hits + self.counters.paged_lists;
-        let figures = [
-            ("page_cache_hits", json!(pc.hits)),
-            ("page_cache_misses", json!(pc.misses)),
-            ("page_cache_hit_ratio", json!(if lookups > 0 { pc.hits as f64 / lookups as f64 } else { 0.0 })),
-            ("page_cache_evictions", json!(pc.evictions)),
-            ("page_utilisation", json!(utilisation)),
-            ("page_utilisation_pages", json!(pages)),
-            ("static_cache_hits", json!(self.counters.static_hits)),
-            (
-                "static_cache_hit_ratio",
-                json!(if lists > 0 { self.counters.static_hits as f64 / lists as f64 } else { 0.0 }),
-            ),
-            ("requests_issued", json!(self.counters.requests)),
-            ("merged_requests", json!(self.counters.merged_requests)),
-            ("pages_read", json!(self.counters.pages_requested)),
-            ("page_bytes_read", json!(self.counters.pages_requested * self.options.page_size)),
-        ];
-        for (k, v) in figures {
-            runner.record_extra(k, v);
-        }
+        let figures = CacheRun {
+            page_cache_hits: pc.hits,
+            page_cache_misses: pc.misses,
+            page_cache_hit_ratio: if lookups > 0 { pc.hits as f64 / lookups as f64 } else { 0.0 },
+            page_cache_evictions: pc.evictions,
+            page_utilisation: utilisation,
+            page_utilisation_pages: pages,
+            static_cache_hits: self.counters.static_hits,
+            static_cache_hit_ratio: if lists > 0 { self.counters.static_hits as f64 / lists as f64 } else { 0.0 },
+            requests_issued: self.counters.requests,
+            merged_requests: self.counters.merged_requests,
+            pages_read: self.counters.pages_requested,
+            page_bytes_read: self.counters.pages_requested * self.options.page_size,
+            ..self.figures.clone()
+        };
+        runner.record_figures(|run| run.cache = Some(figures));
     }
 
     /// The page cache's figures (for tests and benchmarks).

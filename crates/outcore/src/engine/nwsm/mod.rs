@@ -75,7 +75,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use serde_json::json;
 
 pub use partition::{BbpLayout, DEFAULT_PAGE_SIZE};
 pub use query::{
@@ -89,7 +88,7 @@ use self::gather::{
 use self::pages::{read_record, slots, BufferManager, BufferStats};
 use self::window::{materialize, pages_of, take_window, AdjWindow, PageIndex, PageSource, Prefetched};
 use super::stream::IndexedBitmap;
-use super::{IterationStats, Runner};
+use super::{IterationFigures, IterationStats, NwsmQuery, Runner};
 use crate::error::{Error, Result};
 use crate::runtime::{format_size, ProgressBar, ProgressUnit};
 use crate::store::csr::check_encoded_ids;
@@ -449,52 +448,50 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         apply_time += out.apply_time;
     }
 
-    let mut extra = serde_json::Map::new();
-    let mut put = |key: &str, value: serde_json::Value| {
-        extra.insert(key.to_string(), value.clone());
-        runner.record_extra(&format!("nwsm_{key}"), value);
+    let figures = NwsmQuery {
+        layout: layout.name.clone(),
+        ranks: p as u64,
+        q: layout.q as u64,
+        page_size: layout.page_size,
+        repartitioned,
+        partition_seconds,
+        partition_bytes_read: partition_io.bytes_read,
+        partition_bytes_written: partition_io.bytes_written,
+        memory_plan: plan,
+        sum_degree_squared: layout.sum_degree_squared,
+        level1_window_slides: stats.level1_windows,
+        level2_window_slides: stats.level2_windows,
+        window_slides: stats.level1_windows + stats.level2_windows,
+        vertices_of_interest_marked: stats.marked,
+        adjacency_entries_loaded: stats.adjacency_entries_loaded,
+        page_hits: stats.buffers.hits,
+        page_misses: stats.buffers.misses,
+        page_evictions: stats.buffers.evictions,
+        page_bytes_read: stats.buffers.bytes_read,
+        remote_pages: stats.remote_pages,
+        pages_served: stats.pages_served,
+        network_bytes_sent: stats.network_bytes,
+        max_update_bytes_in_flight: stats.max_update_bytes_in_flight,
+        max_page_reply_bytes: stats.max_page_reply_bytes,
+        update_credit_waits: stats.update_credit_waits,
+        memory_charged_bytes: plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k),
+        updates_sent: gather.updates_sent,
+        updates_to_other_ranks: gather.updates_to_other_ranks,
+        updates_gathered_in_memory: gather.updates_gathered_in_memory,
+        updates_spilled: gather.updates_spilled,
+        spill_bytes_written: gather.spill_bytes_written,
+        spill_bytes_read: gather.spill_bytes_read,
+        prefetched_pages: stats.prefetched_pages,
+        busy_prefetch_read_seconds: stats.prefetch_time.as_secs_f64(),
+        busy_disk_read_seconds: (stats.buffers.read_time + stats.prefetch_time).as_secs_f64(),
+        busy_compute_seconds: stats.scatter_time.as_secs_f64(),
+        busy_network_seconds: stats.network_time.as_secs_f64(),
+        busy_gather_seconds: gather.gather_time.as_secs_f64(),
+        busy_apply_seconds: apply_time.as_secs_f64(),
+        scatter_gather_apply_seconds: run_seconds,
+        aggregate: aggregate as u64,
     };
-    put("layout", layout.name.clone().into());
-    put("ranks", p.into());
-    put("q", layout.q.into());
-    put("page_size", layout.page_size.into());
-    put("repartitioned", repartitioned.into());
-    put("partition_seconds", json!(partition_seconds));
-    put("partition_bytes_read", partition_io.bytes_read.into());
-    put("partition_bytes_written", partition_io.bytes_written.into());
-    put("memory_plan", serde_json::to_value(plan).unwrap());
-    put("sum_degree_squared", layout.sum_degree_squared.into());
-    put("level1_window_slides", stats.level1_windows.into());
-    put("level2_window_slides", stats.level2_windows.into());
-    put("window_slides", (stats.level1_windows + stats.level2_windows).into());
-    put("vertices_of_interest_marked", stats.marked.into());
-    put("adjacency_entries_loaded", stats.adjacency_entries_loaded.into());
-    put("page_hits", stats.buffers.hits.into());
-    put("page_misses", stats.buffers.misses.into());
-    put("page_evictions", stats.buffers.evictions.into());
-    put("page_bytes_read", stats.buffers.bytes_read.into());
-    put("remote_pages", stats.remote_pages.into());
-    put("pages_served", stats.pages_served.into());
-    put("network_bytes_sent", stats.network_bytes.into());
-    put("max_update_bytes_in_flight", stats.max_update_bytes_in_flight.into());
-    put("max_page_reply_bytes", stats.max_page_reply_bytes.into());
-    put("update_credit_waits", stats.update_credit_waits.into());
-    put("memory_charged_bytes", (plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k)).into());
-    put("updates_sent", gather.updates_sent.into());
-    put("updates_to_other_ranks", gather.updates_to_other_ranks.into());
-    put("updates_gathered_in_memory", gather.updates_gathered_in_memory.into());
-    put("updates_spilled", gather.updates_spilled.into());
-    put("spill_bytes_written", gather.spill_bytes_written.into());
-    put("spill_bytes_read", gather.spill_bytes_read.into());
-    put("prefetched_pages", stats.prefetched_pages.into());
-    put("busy_prefetch_read_seconds", json!(stats.prefetch_time.as_secs_f64()));
-    put("busy_disk_read_seconds", json!((stats.buffers.read_time + stats.prefetch_time).as_secs_f64()));
-    put("busy_compute_seconds", json!(stats.scatter_time.as_secs_f64()));
-    put("busy_network_seconds", json!(stats.network_time.as_secs_f64()));
-    put("busy_gather_seconds", json!(gather.gather_time.as_secs_f64()));
-    put("busy_apply_seconds", json!(apply_time.as_secs_f64()));
-    put("scatter_gather_apply_seconds", json!(run_seconds));
-    put("aggregate", aggregate.into());
+    runner.record_figures(|run| run.nwsm = Some(figures.clone()));
     let io = runner.io_snapshot().since(&io_before);
     runner.record_iteration(IterationStats {
         iteration: runner.iterations_recorded(),
@@ -504,7 +501,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         bytes_written: io.bytes_written,
         seconds: started.elapsed().as_secs_f64(),
         delivery: None,
-        extra,
+        figures: IterationFigures::Nwsm(figures),
     });
     Ok(QueryResult { values, aggregate })
 }

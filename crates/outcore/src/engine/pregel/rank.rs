@@ -28,7 +28,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::checkpoint;
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
-use crate::engine::{IterationStats, Runner};
+use crate::engine::{IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::io::IoSnapshot;
@@ -338,32 +338,28 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let own = [peak_rss_bytes(), sender_stats.messages_bytes, sender_stats.files, dir_bytes(&rank_dir), n_local as u64];
     let mut bytes = Vec::new();
     own.iter().for_each(|x| x.put(&mut bytes));
-    let per_rank: Vec<serde_json::Value> = t
+    let per_rank: Vec<PregelRankFigures> = t
         .all_gather(bytes)?
         .iter()
         .enumerate()
-        .map(|(r, b)| {
-            serde_json::json!({
-                "rank": r,
-                "peak_rss_bytes": u64::get(b),
-                "message_bytes_sent": u64::get(&b[8..]),
-                "message_files_sent": u64::get(&b[16..]),
-                "partition_bytes_on_disk": u64::get(&b[24..]),
-                "vertices": u64::get(&b[32..]),
-            })
+        .map(|(r, b)| PregelRankFigures {
+            rank: r as u64,
+            peak_rss_bytes: u64::get(b),
+            message_bytes_sent: u64::get(&b[8..]),
+            message_files_sent: u64::get(&b[16..]),
+            partition_bytes_on_disk: u64::get(&b[24..]),
+            vertices: u64::get(&b[32..]),
         })
         .collect();
-    runner.record_extra(
-        "pregel",
-        serde_json::json!({
-            "rank": rank,
-            "ranks": ranks,
-            "recoded": settings.recoded,
-            "message_file_size": settings.message_file_size,
-            "naming": info.naming,
-            "per_rank": per_rank,
-        }),
-    );
+    let job = PregelRun {
+        rank: rank as u64,
+        ranks: ranks as u64,
+        recoded: settings.recoded,
+        message_file_size: settings.message_file_size as u64,
+        naming: info.naming,
+        per_rank,
+    };
+    runner.record_figures(|figures| figures.pregel = Some(job));
     gather_results(t, &vertices, values, info.vertices)
 }
 
@@ -804,7 +800,8 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             state.previous = saved.previous;
             state.first_step = saved.next_step;
             state.arrived = Some(Incoming { files: saved.files, array: saved.array, batches: 0, bytes: 0 });
-            self.runner.record_extra("pregel_resumed_at_superstep", (state.first_step as u64).into());
+            let resumed_at = state.first_step as u64;
+            self.runner.record_figures(|figures| figures.pregel_resumed_at_superstep = Some(resumed_at));
         }
         state
     }
@@ -942,23 +939,25 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         figures: &StepFigures,
     ) {
         let io = self.runner.io_snapshot().since(io_before);
-        let mut stats = IterationStats {
+        let stats = IterationStats {
             iteration: step,
             active_vertices: figures.computed,
             edges_processed: figures.edges_read,
             bytes_read: io.bytes_read,
             bytes_written: io.bytes_written,
             seconds: started.elapsed().as_secs_f64(),
-            ..IterationStats::default()
+            delivery: None,
+            figures: IterationFigures::Pregel(PregelIteration {
+                messages_sent: totals.messages,
+                messages_sent_all_ranks: global.messages,
+                messages_combined_locally: figures.messages_local,
+                message_files: figures.message_files,
+                batches_received: figures.batches,
+                message_bytes_received: figures.bytes_received,
+                edge_stream_seeks: figures.seeks,
+                awake_after: global.awake,
+            }),
         };
-        stats.extra.insert("messages_sent".into(), totals.messages.into());
-        stats.extra.insert("messages_sent_all_ranks".into(), global.messages.into());
-        stats.extra.insert("messages_combined_locally".into(), figures.messages_local.into());
-        stats.extra.insert("message_files".into(), figures.message_files.into());
-        stats.extra.insert("batches_received".into(), figures.batches.into());
-        stats.extra.insert("message_bytes_received".into(), figures.bytes_received.into());
-        stats.extra.insert("edge_stream_seeks".into(), figures.seeks.into());
-        stats.extra.insert("awake_after".into(), global.awake.into());
         self.runner.record_iteration(stats);
     }
 

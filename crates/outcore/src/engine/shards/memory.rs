@@ -40,7 +40,8 @@ use rayon::prelude::*;
 
 use super::edges::{topology_bytes_per_edge, EdgeSection, ShardFiles};
 use super::layout::{run_record_bytes, ShardLayout};
-use super::{busiest_vertex, IterationStats, Runner, ShardValues, MAX_AUTO_SHARDS};
+use super::{busiest_vertex, DynamicPolicy, IterationStats, Runner, ShardValues, StepKind, MAX_AUTO_SHARDS};
+use crate::engine::{IterationFigures, ShardsMemoryIteration, ShardsMemorySizing, ShardsRun};
 use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
@@ -281,24 +282,33 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
         })
     }
 
-    fn record_extras(&self, policy_reason: &str) -> u64 {
+    /// The run's figures as it starts (recorded at once, completed at its end), and the bytes
+    /// of all shards' topology.
+    fn start_figures(&self, policy_reason: &str) -> (ShardsRun, u64) {
         let runner = self.runner;
         let topology: u64 = (0..self.layout.shards).map(|k| shard_topology_bytes(&self.layout, k, self.weights)).sum();
-        runner.record_extra("shards", self.layout.shards.into());
-        runner.record_extra("shards_values", ShardValues::Memory.name().into());
-        runner.record_extra("shards_values_bytes", self.sizing.total().into());
-        runner.record_extra("shards_accumulators", self.sizing.accumulators.into());
-        runner.record_extra("shards_topology_bytes", topology.into());
-        runner.record_extra("dynamic_policy", "off".into());
-        runner.record_extra("dynamic_policy_reason", policy_reason.into());
-        runner.record_extra("delayed_delivery", runner.options().shards.delayed_delivery.name().into());
-        topology
+        let figures = ShardsRun {
+            shards: self.layout.shards as u64,
+            shards_values: ShardValues::Memory,
+            memory: Some(ShardsMemorySizing {
+                shards_values_bytes: self.sizing.total(),
+                shards_accumulators: self.sizing.accumulators as u64,
+                shards_topology_bytes: topology,
+            }),
+            dynamic_policy: DynamicPolicy::Off,
+            dynamic_policy_reason: policy_reason.to_string(),
+            delayed_delivery: runner.options().shards.delayed_delivery,
+            shadow_iterations: None,
+            engine_peak_rss_bytes: None,
+        };
+        runner.record_figures(|run| run.shards = Some(figures.clone()));
+        (figures, topology)
     }
 
     pub(crate) fn run(mut self, policy_reason: &str, mut visit: impl FnMut(VertexId, &P::Value)) -> Result<()> {
         let runner = self.runner;
         let info = runner.graph_info();
-        let topology = self.record_extras(policy_reason);
+        let (mut figures, topology) = self.start_figures(policy_reason);
         let max = self.program.max_iterations();
         let label = format!(
             "steps (shards, values in memory: {}, {} shards, {} of topology a step)",
@@ -332,13 +342,14 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             let scattered = sending && sent;
             let active = if scatter_allowed { active_count } else { 0 };
             let io = runner.io_snapshot().since(&io_before);
-            let mut extra = serde_json::Map::new();
-            extra.insert("kind".into(), "static".into());
-            extra.insert("shards_values".into(), ShardValues::Memory.name().into());
-            extra.insert("static_bytes_read".into(), outcome.bytes_read.into());
-            extra.insert("static_bytes_written".into(), 0u64.into());
-            extra.insert("edges_loaded".into(), outcome.edges.into());
-            extra.insert("messages".into(), outcome.messages.into());
+            let step_figures = ShardsMemoryIteration {
+                kind: StepKind::Static,
+                shards_values: ShardValues::Memory,
+                static_bytes_read: outcome.bytes_read,
+                static_bytes_written: 0,
+                edges_loaded: outcome.edges,
+                messages: outcome.messages,
+            };
             runner.record_iteration(IterationStats {
                 iteration: step,
                 active_vertices: active,
@@ -347,7 +358,7 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
                 bytes_written: io.bytes_written,
                 seconds: started.elapsed().as_secs_f64(),
                 delivery: None,
-                extra,
+                figures: IterationFigures::ShardsMemory(step_figures),
             });
             bar.inc(1);
             let stop = step > 0 && self.program.end_iteration(step - 1, active) == Control::Stop;
@@ -357,8 +368,9 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             }
         }
         bar.finish();
-        runner.record_extra("shadow_iterations", 0.into());
-        runner.record_extra("engine_peak_rss_bytes", peak_rss_bytes().into());
+        figures.shadow_iterations = Some(0);
+        figures.engine_peak_rss_bytes = Some(peak_rss_bytes());
+        runner.record_figures(|run| run.shards = Some(figures));
         for (v, x) in self.values.iter().enumerate() {
             visit(v as VertexId, x);
         }

@@ -86,7 +86,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serde_json::json;
 
 pub use delay::DelayBuffer;
 pub use direct::DirectDelivery;
@@ -94,7 +93,7 @@ pub use edges::{DynamicShardSet, DynamicShardWriter, EdgeRecord, EdgeSection, Sh
 pub use layout::ShardLayout;
 pub use policy::{DelayedDelivery, DynamicPolicy, ShadowSchedule, StepKind, StepOutcome, StepPlan};
 
-use super::{IterationStats, Runner};
+use super::{IterationFigures, IterationStats, Runner, ShardsIteration, ShardsRun};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{add_global_sums, global_contributions, Control, EdgeRef, IterationContext, VertexProgram};
 use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
@@ -120,7 +119,8 @@ pub struct ShardsOptions {
 }
 
 /// Where the shards engine keeps vertex values (`--shards-values`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ShardValues {
     /// In memory ([`memory`]) when the run is static (`--dynamic off`) and every value,
     /// combined message and flag fits the budget beside one shard's topology; on disk otherwise.
@@ -507,11 +507,17 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let options = runner.options().shards.clone();
         let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes)
             .refreshing(self.delivery == DelayedDelivery::Adjacency);
-        runner.record_extra("shards", self.layout.shards.into());
-        runner.record_extra("shards_values", ShardValues::Disk.name().into());
-        runner.record_extra("dynamic_policy", self.policy.name().into());
-        runner.record_extra("dynamic_policy_reason", policy_reason.into());
-        runner.record_extra("delayed_delivery", self.delivery.name().into());
+        let mut figures = ShardsRun {
+            shards: self.layout.shards as u64,
+            shards_values: ShardValues::Disk,
+            memory: None,
+            dynamic_policy: self.policy,
+            dynamic_policy_reason: policy_reason.to_string(),
+            delayed_delivery: self.delivery,
+            shadow_iterations: None,
+            engine_peak_rss_bytes: None,
+        };
+        runner.record_figures(|run| run.shards = Some(figures.clone()));
         let max = self.program.max_iterations();
         let label =
             format!("steps (shards, values on disk, {} shards, dynamic {})", self.layout.shards, self.policy.name());
@@ -599,32 +605,30 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 dynamic_share,
             };
             let io = runner.io_snapshot().since(&io_before);
-            let mut extra = serde_json::Map::new();
-            extra.insert("kind".into(), plan.kind.name().into());
-            extra.insert("shards_values".into(), ShardValues::Disk.name().into());
-            extra.insert("static_bytes_read".into(), by_kind.static_read.into());
-            extra.insert("static_bytes_written".into(), by_kind.static_written.into());
-            extra.insert("dynamic_bytes_read".into(), by_kind.dynamic_read.into());
-            extra.insert("dynamic_bytes_written".into(), by_kind.dynamic_written.into());
-            extra.insert("edges_loaded".into(), total.edges_loaded.into());
-            extra.insert("dirty_edges".into(), total.dirty.into());
-            extra.insert(
-                "edge_utilisation".into(),
-                json!(if total.edges_loaded == 0 { 0.0 } else { total.dirty as f64 / total.edges_loaded as f64 }),
-            );
-            extra.insert("delayed_vertices_added".into(), (self.delay.len().saturating_sub(delayed_before)).into());
-            extra.insert("delayed_vertices_delivered".into(), delivered.into());
-            extra.insert("delay_buffer_bytes".into(), self.delay.bytes().into());
-            extra.insert("directly_served_vertices".into(), total.served.into());
-            extra.insert("direct_messages".into(), total.direct_messages.into());
-            extra.insert("direct_messages_spilled".into(), direct_spilled.into());
-            extra.insert("adjacency_bytes_read".into(), by_kind.adjacency_read.into());
-            if let Some(e) = built_edges {
-                extra.insert("dynamic_shard_edges".into(), e.into());
-            }
-            if let Some(share) = dynamic_share {
-                extra.insert("dynamic_updated_share".into(), json!(share));
-            }
+            let figures = ShardsIteration {
+                kind: plan.kind,
+                shards_values: ShardValues::Disk,
+                static_bytes_read: by_kind.static_read,
+                static_bytes_written: by_kind.static_written,
+                dynamic_bytes_read: by_kind.dynamic_read,
+                dynamic_bytes_written: by_kind.dynamic_written,
+                edges_loaded: total.edges_loaded,
+                dirty_edges: total.dirty,
+                edge_utilisation: if total.edges_loaded == 0 {
+                    0.0
+                } else {
+                    total.dirty as f64 / total.edges_loaded as f64
+                },
+                delayed_vertices_added: self.delay.len().saturating_sub(delayed_before) as u64,
+                delayed_vertices_delivered: delivered as u64,
+                delay_buffer_bytes: self.delay.bytes(),
+                directly_served_vertices: total.served,
+                direct_messages: total.direct_messages,
+                direct_messages_spilled: direct_spilled as u64,
+                adjacency_bytes_read: by_kind.adjacency_read,
+                dynamic_shard_edges: built_edges,
+                dynamic_updated_share: dynamic_share,
+            };
             runner.record_iteration(IterationStats {
                 iteration: step,
                 active_vertices: total.active,
@@ -633,7 +637,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 bytes_written: io.bytes_written,
                 seconds: started.elapsed().as_secs_f64(),
                 delivery: None,
-                extra,
+                figures: IterationFigures::Shards(figures),
             });
             bar.inc(1);
             let stop = step > 0 && self.program.end_iteration(step - 1, total.active) == Control::Stop;
@@ -645,8 +649,9 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             }
         }
         bar.finish();
-        runner.record_extra("shadow_iterations", shadows.into());
-        runner.record_extra("engine_peak_rss_bytes", peak_rss_bytes().into());
+        figures.shadow_iterations = Some(shadows as u64);
+        figures.engine_peak_rss_bytes = Some(peak_rss_bytes());
+        runner.record_figures(|run| run.shards = Some(figures));
         for set in self.dynamic_sets.drain(..) {
             set.remove()?;
         }

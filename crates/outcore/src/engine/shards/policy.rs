@@ -19,7 +19,8 @@
 use crate::error::{Error, Result};
 
 /// Which shards a run loads (`--dynamic`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DynamicPolicy {
     Off,
     Ads,
@@ -58,7 +59,8 @@ impl DynamicPolicy {
 ///   graphs most vertices that wake up after the first shadow iteration have edges outside the
 ///   dynamic shards; with `shadow` their waves wait for shadows, which each read every static
 ///   shard, and pr-delta took 42 % more steps than `off` (see [`super::direct`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DelayedDelivery {
     Shadow,
     Adjacency,
@@ -84,7 +86,8 @@ impl DelayedDelivery {
 }
 
 /// What kind of shards a step loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum StepKind {
     /// The static shards only.
     Static,

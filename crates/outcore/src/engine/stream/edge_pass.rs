@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use super::reader::{ChunkReader, EdgeBuffer};
 use super::{open_layout, stream_buffers, ChunkPlan, IoMode, MIN_BUFFER_BYTES};
-use crate::engine::{IterationStats, Runner};
+use crate::engine::{EdgePassIteration, EdgePassRun, IterationFigures, IterationStats, ReadMode, Runner};
 use crate::error::{Error, Result};
 use crate::program::EdgePass;
 use crate::runtime::format_size;
@@ -87,18 +87,16 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
         };
     let wide = target_bytes_for(n) == 8;
     let mut pool = EdgeBuffer::pool(memory.buffers, memory.buffer_bytes, if wide { 8 } else { 4 }, false)?;
-    runner.record_extra(
-        "edge_pass",
-        serde_json::json!({
-            "io": if direct { "direct" } else { "buffered" },
-            "edge_file_bytes": total_bytes,
-            "state_bytes": memory.state,
-            "offsets_bytes": memory.offsets,
-            "buffers": memory.buffers,
-            "buffer_bytes": memory.buffer_bytes,
-            "planned_bytes": memory.total(),
-        }),
-    );
+    let setup = EdgePassRun {
+        io: ReadMode::of(direct),
+        edge_file_bytes: total_bytes,
+        state_bytes: memory.state,
+        offsets_bytes: memory.offsets,
+        buffers: memory.buffers as u64,
+        buffer_bytes: memory.buffer_bytes,
+        planned_bytes: memory.total(),
+    };
+    runner.record_figures(|figures| figures.edge_pass = Some(setup));
     let started = Instant::now();
     let io_before = runner.io_snapshot();
     let reader = ChunkReader { layouts: &files, direct, cancel: runner.cancel_token() };
@@ -126,11 +124,12 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
         })
     })?;
     let io = runner.io_snapshot().since(&io_before);
-    let mut extra = serde_json::Map::new();
-    extra.insert("io_wait_seconds".into(), streamed.io_wait_seconds.into());
-    extra.insert("compute_seconds".into(), compute_seconds.into());
-    extra.insert("read_requests".into(), streamed.reader.requests.into());
-    extra.insert("io_mode".into(), (if direct { "direct" } else { "buffered" }).into());
+    let figures = EdgePassIteration {
+        io_wait_seconds: streamed.io_wait_seconds,
+        compute_seconds,
+        read_requests: streamed.reader.requests,
+        io_mode: ReadMode::of(direct),
+    };
     runner.record_iteration(IterationStats {
         iteration: 0,
         active_vertices: n,
@@ -139,7 +138,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
         bytes_written: io.bytes_written,
         seconds: started.elapsed().as_secs_f64(),
         delivery: None,
-        extra,
+        figures: IterationFigures::EdgePass(figures),
     });
     Ok(())
 }

@@ -12,7 +12,7 @@ use super::{
     pull_from_memory_is_cheaper, push_plan, resident, Accumulator, ChunkPlan, ChunkReader, EdgeBuffer, FirstPull,
     IndexedBitmap, IoMode, LayoutFiles, MemoryPlan, Scatter, Schedule, StreamLayout, StreamOptions, Streamed,
 };
-use crate::engine::{Delivery, IterationStats, Runner};
+use crate::engine::{Delivery, IterationFigures, IterationStats, ReadMode, Runner, StreamIteration, StreamRun};
 use crate::error::{Error, Result};
 use crate::program::{Control, EdgeDirection, IterationContext, VertexProgram};
 use crate::runtime::{format_size, ProgressUnit};
@@ -460,26 +460,24 @@ fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
 /// The run's set-up, once, in the stats' `stream` section.
 fn record_setup<P, M>(run: &Run<'_, P>, state: &RunState<M>) {
     let (options, plan, layouts, gap) = (run.options, run.plan, run.layouts, &run.gap);
-    run.runner.record_extra(
-        "stream",
-        serde_json::json!({
-            "schedule": options.schedule.name(),
-            "io": options.io.name(),
-            "direct_io_supported": layouts.direct_supported,
-            "gap_threshold_bytes": gap.bytes,
-            "gap_threshold_source": gap.source,
-            "layouts": layouts.layouts[..layouts.push_layouts].iter().map(|l| l.name).collect::<Vec<_>>(),
-            "pull_layout": layouts.reverse_index.map(|i| layouts.layouts[i].name),
-            "edge_file_bytes": layouts.total_bytes,
-            "vertex_state_bytes": plan.vertex_state(),
-            "accumulators": plan.accumulators,
-            "buffers": plan.buffers,
-            "buffer_bytes": plan.buffer_bytes,
-            "planned_bytes": plan.total(),
-            "resident_room_bytes": state.resident_room,
-            "page_cache_estimate_bytes": state.page_cache,
-        }),
-    );
+    let stream = StreamRun {
+        schedule: options.schedule.name(),
+        io: options.io.name(),
+        direct_io_supported: layouts.direct_supported,
+        gap_threshold_bytes: gap.bytes,
+        gap_threshold_source: gap.source,
+        layouts: layouts.layouts[..layouts.push_layouts].iter().map(|l| l.name).collect(),
+        pull_layout: layouts.reverse_index.map(|i| layouts.layouts[i].name),
+        edge_file_bytes: layouts.total_bytes,
+        vertex_state_bytes: plan.vertex_state(),
+        accumulators: plan.accumulators as u64,
+        buffers: plan.buffers as u64,
+        buffer_bytes: plan.buffer_bytes,
+        planned_bytes: plan.total(),
+        resident_room_bytes: state.resident_room,
+        page_cache_estimate_bytes: state.page_cache,
+    };
+    run.runner.record_figures(|figures| figures.stream = Some(stream));
 }
 
 /// An iteration's own figures, for [`record_iteration`].
@@ -502,18 +500,19 @@ fn record_iteration<P, M>(
     record: &IterationRecord,
 ) {
     let reader = &passed.streamed.reader;
-    let mut extra = serde_json::Map::new();
-    extra.insert("active_edges".into(), active_edges.iter().sum::<u64>().into());
-    extra.insert("chunks_read".into(), reader.chunks.into());
-    extra.insert("read_requests".into(), reader.requests.into());
-    extra.insert("buffer_fills".into(), reader.buffers_filled.into());
-    extra.insert("bytes_skipped".into(), step.iteration_bytes.saturating_sub(reader.bytes_read).into());
-    extra.insert("resident_edges".into(), passed.resident_edges.into());
-    extra.insert("sources_ordered".into(), state.renumbered.is_some().into());
-    extra.insert("io_wait_seconds".into(), passed.streamed.io_wait_seconds.into());
-    extra.insert("compute_seconds".into(), record.compute_seconds.into());
-    extra.insert("io_mode".into(), (if step.direct { "direct" } else { "buffered" }).into());
-    extra.insert("dense".into(), step.dense.into());
+    let figures = StreamIteration {
+        active_edges: active_edges.iter().sum(),
+        chunks_read: reader.chunks,
+        read_requests: reader.requests,
+        buffer_fills: reader.buffers_filled,
+        bytes_skipped: step.iteration_bytes.saturating_sub(reader.bytes_read),
+        resident_edges: passed.resident_edges,
+        sources_ordered: state.renumbered.is_some(),
+        io_wait_seconds: passed.streamed.io_wait_seconds,
+        compute_seconds: record.compute_seconds,
+        io_mode: ReadMode::of(step.direct),
+        dense: step.dense,
+    };
     run.runner.record_iteration(IterationStats {
         iteration: record.iteration,
         active_vertices: record.active_vertices,
@@ -522,6 +521,6 @@ fn record_iteration<P, M>(
         bytes_written: record.bytes_written,
         seconds: record.started.elapsed().as_secs_f64(),
         delivery: run.layouts.reverse_index.map(|_| if step.pulling { Delivery::Pull } else { Delivery::Push }),
-        extra,
+        figures: IterationFigures::Stream(figures),
     });
 }
