@@ -581,7 +581,7 @@ fn message_files_shrink_to_fit_beside_the_vertex_records() {
     .unwrap();
     let (got, stats) = &outcomes[0];
     assert_same("wcc", &inmem(&g.store, "wcc", &AlgorithmParams::default()), got, "wcc at 4 MiB");
-    let b = stats.extra["pregel"]["message_file_size"].as_u64().unwrap();
+    let b = stats.figures.pregel.as_ref().unwrap().message_file_size;
     let vertex_records = g.store.num_vertices() * (partition::VERTEX_RECORD_BYTES + 8 + 1);
     assert!(b < budget / 12 && vertex_records + 6 * b <= budget, "B = {b}");
 }
