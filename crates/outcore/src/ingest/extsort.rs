@@ -397,25 +397,23 @@ impl<T: SortRecord> RecordReader<T> {
     }
 }
 
-/// One run being merged: its reader (the file goes with it), its head record, and how many
-/// records it still promises (a check against damaged run files).
+/// One run being merged: its reader (the file goes with it) and how many records it still
+/// promises (a check against damaged run files).
 struct MergeInput<T: SortRecord> {
     reader: RecordReader<T>,
-    head: Option<T>,
     remaining: u64,
 }
 
 impl<T: SortRecord> SortedRun for MergeInput<T> {
+    type Head = T;
+
     #[inline]
-    fn head_cmp(&self, other: &Self) -> Ordering {
-        match (&self.head, &other.head) {
-            (Some(a), Some(b)) => a.compare(b),
-            _ => unreachable!("the merge compares only runs with a head"),
-        }
+    fn compare(a: &T, b: &T) -> Ordering {
+        a.compare(b)
     }
 
     #[inline]
-    fn advance(&mut self) -> Result<bool> {
+    fn advance(&mut self) -> Result<Option<T>> {
         let next = self.reader.next_record()?;
         match (&next, self.remaining) {
             (Some(_), 0) | (None, 1..) => {
@@ -427,8 +425,7 @@ impl<T: SortRecord> SortedRun for MergeInput<T> {
             (Some(_), _) => self.remaining -= 1,
             (None, _) => {}
         }
-        self.head = next;
-        Ok(self.head.is_some())
+        Ok(next)
     }
 }
 
@@ -445,32 +442,20 @@ impl<T: SortRecord> Merger<T> {
         let mut inputs = Vec::with_capacity(runs.len());
         for run in runs {
             let reader = RecordReader::from(run.file.into_reader(config.read_buffer_bytes.max(64))?);
-            inputs.push(MergeInput { reader, head: None, remaining: run.records });
+            inputs.push(MergeInput { reader, remaining: run.records });
         }
         Ok(Merger { merge: Merge::new(inputs)?, dedup: config.dedup, records })
     }
 
     #[inline]
     fn next_record(&mut self) -> Result<Option<T>> {
-        let Some(top) = self.merge.top_mut() else { return Ok(None) };
-        let record = top.head.take().expect("a run in the merge has a head");
-        self.merge.advance_top()?;
+        let Some(record) = self.merge.advance_top()? else { return Ok(None) };
         if self.dedup {
-            while let Some(duplicate) = self.merge.top() {
-                if duplicate.head_record().compare(&record) != Ordering::Equal {
-                    break;
-                }
+            while self.merge.top().is_some_and(|(next, _)| next.compare(&record) == Ordering::Equal) {
                 self.merge.advance_top()?;
             }
         }
         Ok(Some(record))
-    }
-}
-
-impl<T: SortRecord> MergeInput<T> {
-    #[inline]
-    fn head_record(&self) -> &T {
-        self.head.as_ref().expect("a run in the merge has a head")
     }
 }
 

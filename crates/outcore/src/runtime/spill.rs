@@ -20,8 +20,8 @@
 //!   each read one counted request; fixed-size records come as slices of the buffer (no copy,
 //!   no allocation per record), variable-size ones are decoded by the caller from
 //!   [`SpillReader::buffered`]; [`SpillFile::read_range`] reads a range of records at once;
-//! * [`Merge`]: a k-way merge of sorted runs through a binary heap of run indices, one sift per
-//!   record, stable (equal keys come in run order);
+//! * [`Merge`]: a k-way merge of sorted runs through a binary heap of (head, run index), one
+//!   sift per record, stable (equal keys come in run order);
 //! * errors name the file; a file that ends inside a record is an error, never a panic or a
 //!   short result.
 
@@ -260,36 +260,31 @@ impl SpillReader {
     }
 }
 
-/// One sorted input of a [`Merge`]: a current record (its head) and a way to the next.
+/// One sorted input of a [`Merge`]: yields the head (what the merge orders by) of each record.
 pub trait SortedRun {
-    /// Orders the heads of two runs (both have one).
-    fn head_cmp(&self, other: &Self) -> Ordering;
-    /// Moves to the next record; false when the run is done.
-    fn advance(&mut self) -> Result<bool>;
+    type Head;
+    /// The order of heads.
+    fn compare(a: &Self::Head, b: &Self::Head) -> Ordering;
+    /// Moves to the next record and returns its head; `None` when the run is done.
+    fn advance(&mut self) -> Result<Option<Self::Head>>;
 }
 
 /// A run of fixed-size records read from a spill file, ordered by a u64 key of each record
-/// (pregel's batch files: the target name in the first 8 bytes).
+/// (pregel's batch files: the target name in the first 8 bytes). The current record stays in
+/// the reader's buffer ([`head`](Self::head)) until the run advances.
 pub struct RecordRun<K> {
     reader: SpillReader,
     record: usize,
     key_of: K,
-    key: u64,
     has_head: bool,
 }
 
 impl<K: Fn(&[u8]) -> u64> RecordRun<K> {
     pub fn new(reader: SpillReader, record: usize, key_of: K) -> Self {
-        RecordRun { reader, record, key_of, key: 0, has_head: false }
+        RecordRun { reader, record, key_of, has_head: false }
     }
 
-    /// The key of the head record.
-    #[inline]
-    pub fn key(&self) -> u64 {
-        self.key
-    }
-
-    /// The head record's bytes.
+    /// The current record's bytes.
     #[inline]
     pub fn head(&self) -> &[u8] {
         &self.reader.buffered()[..self.record]
@@ -297,29 +292,30 @@ impl<K: Fn(&[u8]) -> u64> RecordRun<K> {
 }
 
 impl<K: Fn(&[u8]) -> u64> SortedRun for RecordRun<K> {
+    type Head = u64;
+
     #[inline]
-    fn head_cmp(&self, other: &Self) -> Ordering {
-        self.key.cmp(&other.key)
+    fn compare(a: &u64, b: &u64) -> Ordering {
+        a.cmp(b)
     }
 
     #[inline]
-    fn advance(&mut self) -> Result<bool> {
+    fn advance(&mut self) -> Result<Option<u64>> {
         if self.has_head {
             self.reader.consume(self.record);
         }
         let key = self.reader.peek(self.record)?.map(&self.key_of);
         self.has_head = key.is_some();
-        self.key = key.unwrap_or(0);
-        Ok(self.has_head)
+        Ok(key)
     }
 }
 
-/// A k-way merge of sorted runs: a binary heap of the indices of runs that have a head, the
-/// smallest head on top, ties to the earlier run (so the merge is stable). The caller reads the
-/// top run's head, then [`advance_top`](Self::advance_top)s: one sift per record.
-pub struct Merge<R> {
+/// A k-way merge of sorted runs: a binary heap of (head, run index), the smallest head on top,
+/// ties to the earlier run (so the merge is stable). One sift per record: the top's entry is
+/// replaced by its run's next head.
+pub struct Merge<R: SortedRun> {
     runs: Vec<R>,
-    heap: Vec<usize>,
+    heap: Vec<(R::Head, usize)>,
 }
 
 impl<R: SortedRun> Merge<R> {
@@ -327,8 +323,8 @@ impl<R: SortedRun> Merge<R> {
     pub fn new(mut runs: Vec<R>) -> Result<Self> {
         let mut heap = Vec::with_capacity(runs.len());
         for (i, run) in runs.iter_mut().enumerate() {
-            if run.advance()? {
-                heap.push(i);
+            if let Some(head) = run.advance()? {
+                heap.push((head, i));
             }
         }
         let mut merge = Merge { runs, heap };
@@ -338,30 +334,24 @@ impl<R: SortedRun> Merge<R> {
         Ok(merge)
     }
 
-    /// The run with the smallest head, `None` when every run is done.
+    /// The smallest head and its run, `None` when every run is done.
     #[inline]
-    pub fn top(&self) -> Option<&R> {
-        self.heap.first().map(|&i| &self.runs[i])
+    pub fn top(&self) -> Option<(&R::Head, &R)> {
+        self.heap.first().map(|(head, i)| (head, &self.runs[*i]))
     }
 
+    /// Moves the top run to its next record and returns the head it had (`None` when every run
+    /// is done). A run that fails leaves the merge.
     #[inline]
-    pub fn top_mut(&mut self) -> Option<&mut R> {
-        self.heap.first().map(|&i| &mut self.runs[i])
-    }
-
-    /// Moves the top run to its next record. A run that fails leaves the merge.
-    #[inline]
-    pub fn advance_top(&mut self) -> Result<()> {
-        let Some(&i) = self.heap.first() else { return Ok(()) };
+    pub fn advance_top(&mut self) -> Result<Option<R::Head>> {
+        let Some(&(_, i)) = self.heap.first() else { return Ok(None) };
         match self.runs[i].advance() {
-            Ok(true) => {
+            Ok(Some(next)) => {
+                let head = std::mem::replace(&mut self.heap[0].0, next);
                 self.sift_down(0);
-                Ok(())
+                Ok(Some(head))
             }
-            Ok(false) => {
-                self.remove_top();
-                Ok(())
-            }
+            Ok(None) => Ok(Some(self.remove_top())),
             Err(e) => {
                 self.remove_top();
                 Err(e)
@@ -369,37 +359,38 @@ impl<R: SortedRun> Merge<R> {
         }
     }
 
-    fn remove_top(&mut self) {
-        self.heap.swap_remove(0);
+    fn remove_top(&mut self) -> R::Head {
+        let (head, _) = self.heap.swap_remove(0);
         if !self.heap.is_empty() {
             self.sift_down(0);
         }
+        head
     }
 
-    /// Whether run `a`'s head comes before run `b`'s.
+    /// Whether entry `a` comes before entry `b`.
     #[inline]
-    fn before(&self, a: usize, b: usize) -> bool {
-        match self.runs[a].head_cmp(&self.runs[b]) {
+    fn before(a: &(R::Head, usize), b: &(R::Head, usize)) -> bool {
+        match R::compare(&a.0, &b.0) {
             Ordering::Less => true,
-            Ordering::Equal => a < b,
+            Ordering::Equal => a.1 < b.1,
             Ordering::Greater => false,
         }
     }
 
     #[inline]
     fn sift_down(&mut self, mut at: usize) {
-        let len = self.heap.len();
+        let heap = &mut self.heap[..];
         loop {
             let left = 2 * at + 1;
-            if left >= len {
+            if left >= heap.len() {
                 return;
             }
             let right = left + 1;
-            let child = if right < len && self.before(self.heap[right], self.heap[left]) { right } else { left };
-            if !self.before(self.heap[child], self.heap[at]) {
+            let child = if right < heap.len() && Self::before(&heap[right], &heap[left]) { right } else { left };
+            if !Self::before(&heap[child], &heap[at]) {
                 return;
             }
-            self.heap.swap(child, at);
+            heap.swap(child, at);
             at = child;
         }
     }

@@ -146,12 +146,12 @@ impl MergedBatches {
 
     /// The smallest target name still to come.
     pub fn peek_name(&self) -> Option<u64> {
-        self.merge.top().map(RecordRun::key)
+        self.merge.top().map(|(&name, _)| name)
     }
 
     /// Calls `take` with the message bytes of the record addressed to the smallest name.
     pub fn pop_record(&mut self, take: &mut dyn FnMut(&[u8])) -> Result<()> {
-        if let Some(run) = self.merge.top() {
+        if let Some((_, run)) = self.merge.top() {
             take(&run.head()[8..]);
             self.merge.advance_top()?;
         }
