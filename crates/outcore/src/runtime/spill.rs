@@ -19,7 +19,8 @@
 //! * [`SpillReader`]: reads through one buffer (grown only when a single record is larger),
 //!   each read one counted request; fixed-size records come as slices of the buffer (no copy,
 //!   no allocation per record), variable-size ones are decoded by the caller from
-//!   [`SpillReader::buffered`]; [`SpillFile::read_range`] reads a range of records at once;
+//!   [`SpillReader::buffered`]; [`SpillFile::read_range`] reads a range of records at once
+//!   (through the runtime's one positional reader, [`CountedFile`]);
 //! * [`Merge`]: a k-way merge of sorted runs through a binary heap of (head, run index), one
 //!   sift per record, stable (equal keys come in run order);
 //! * errors name the file; a file that ends inside a record is an error, never a panic or a
@@ -29,11 +30,10 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
-use crate::runtime::IoCounters;
+use crate::runtime::{CountedFile, IoCounters};
 use crate::store::hygiene::work_name;
 
 /// A path, removed when dropped if `remove` (spill files are; files only read are not).
@@ -76,29 +76,19 @@ impl SpillFile {
         Ok(SpillReader::new(file, self.path, buffer_bytes, self.counters))
     }
 
-    /// Reads records `range` of `record` bytes each into `out` (resized), in one request.
+    /// Reads records `range` of `record` bytes each into `out` (resized), in one request (a
+    /// [`CountedFile`] read: a file too short for the range is an error naming it).
     pub fn read_range(&self, record: usize, range: Range<u64>, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.resize((range.end - range.start) as usize * record, 0);
         if out.is_empty() {
             return Ok(());
         }
-        let path = self.path();
-        let file = File::open(path).context(|| format!("opening {}", path.display()))?;
-        file.read_exact_at(out, range.start * record as u64).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => ends_inside_a_record(path),
-            _ => Error::io(format!("reading {}", path.display()), e),
-        })?;
-        self.counters.record_read(out.len() as u64);
+        let file = CountedFile::open_work(self.path(), false, self.counters.clone())?;
+        let needed = out.len();
+        file.read_at(out, range.start * record as u64, needed)?;
         Ok(())
     }
-}
-
-fn ends_inside_a_record(path: &Path) -> Error {
-    Error::io(
-        format!("reading {}", path.display()),
-        io::Error::new(io::ErrorKind::UnexpectedEof, "the file ends inside a record"),
-    )
 }
 
 /// Writes one spill file through a buffer: records are appended to it, and it is written out
@@ -256,7 +246,10 @@ impl SpillReader {
 
     /// The error for a file that ends inside a record.
     pub fn ends_inside_a_record(&self) -> Error {
-        ends_inside_a_record(self.path())
+        Error::io(
+            format!("reading {}", self.path().display()),
+            io::Error::new(io::ErrorKind::UnexpectedEof, "the file ends inside a record"),
+        )
     }
 }
 

@@ -120,6 +120,9 @@ pub fn take_file(path: &Path, counters: &IoCounters) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// How a batch run finds a record's name.
+type NameOf = fn(&[u8]) -> u64;
+
 /// The target name of a batch record (its first 8 bytes).
 fn name_of(record: &[u8]) -> u64 {
     u64::from_le_bytes(record[..8].try_into().expect("a record holds its name"))
@@ -129,7 +132,7 @@ fn name_of(record: &[u8]) -> u64 {
 /// through its own buffer ([`spill::Merge`]). Records are `name u64 · message`. The batch files
 /// are removed when the stream is dropped.
 pub struct MergedBatches {
-    merge: Merge<RecordRun<fn(&[u8]) -> u64>>,
+    merge: Merge<RecordRun<NameOf>>,
 }
 
 impl MergedBatches {
@@ -139,7 +142,7 @@ impl MergedBatches {
         let files: Vec<SpillFile> = paths.into_iter().map(|p| SpillFile::adopt(p, counters.clone())).collect();
         let runs = files
             .into_iter()
-            .map(|file| Ok(RecordRun::new(file.into_reader(buffer_bytes)?, record, name_of as fn(&[u8]) -> u64)))
+            .map(|file| Ok(RecordRun::new(file.into_reader(buffer_bytes)?, record, name_of as NameOf)))
             .collect::<Result<Vec<_>>>()?;
         Ok(MergedBatches { merge: Merge::new(runs)? })
     }
