@@ -18,20 +18,23 @@
 //!
 //! Records describe their own binary encoding ([`SortRecord`]): fixed-size numeric records
 //! encode without any allocation, variable-length ones (string ids) carry a length prefix.
-//! Run files are deleted as soon as they are merged, and on drop, so an error or a
-//! cancellation (checked before each spill and each merge pass) leaves nothing behind. Every
-//! byte written to and read from run files is counted in the given [`IoCounters`].
+//! Run files are `runtime::spill` files, written by its buffered writer (records encode
+//! straight into its buffer), read by its reader (records decode straight from its buffer) and
+//! merged by its stable k-way merge; this module adds only the record encoding, run formation
+//! and the merge passes. Run files are deleted as soon as they are merged, and on drop, so an
+//! error or a cancellation (checked before each spill and each merge pass) leaves nothing
+//! behind. Every byte written to and read from run files is counted in the given
+//! [`IoCounters`].
 
 use std::cmp::Ordering;
-use std::collections::binary_heap::{BinaryHeap, PeekMut};
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use rayon::slice::ParallelSliceMut;
 
 use crate::error::{Error, IoContext, Result};
+use crate::runtime::spill::{Merge, SortedRun, SpillFile, SpillReader, SpillWriter};
 use crate::runtime::{CancelToken, IoCounters};
 
 /// A record that can be sorted externally: an order and a binary encoding.
@@ -170,17 +173,11 @@ pub struct SortStats {
     pub intermediate_merges: u64,
 }
 
-/// A run file on disk: deleted when dropped.
+/// A run file on disk (deleted when dropped) and the records written to it.
 #[derive(Debug)]
 struct RunFile {
-    path: PathBuf,
+    file: SpillFile,
     records: u64,
-}
-
-impl Drop for RunFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 static RUN_SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -198,7 +195,6 @@ pub struct ExternalSorter<T: SortRecord> {
     counters: IoCounters,
     cancel: CancelToken,
     stats: SortStats,
-    encode_buffer: Vec<u8>,
 }
 
 impl<T: SortRecord> ExternalSorter<T> {
@@ -215,7 +211,6 @@ impl<T: SortRecord> ExternalSorter<T> {
             counters,
             cancel,
             stats: SortStats::default(),
-            encode_buffer: Vec::new(),
         }
     }
 
@@ -301,21 +296,12 @@ impl<T: SortRecord> ExternalSorter<T> {
     fn spill(&mut self) -> Result<()> {
         self.cancel.check()?;
         self.sort_buffer();
-        let chunk_bytes = self.config.write_chunk_bytes();
-        let mut encode_buffer = std::mem::take(&mut self.encode_buffer);
         let records = self.buffer.len() as u64;
-        let mut writer = RunWriter::create(&self.config, &self.counters)?;
+        let mut writer = create_run(&self.config, self.config.write_chunk_bytes(), &self.counters)?;
         for record in &self.buffer {
-            record.encode(&mut encode_buffer);
-            if encode_buffer.len() >= chunk_bytes {
-                writer.write(&encode_buffer)?;
-                encode_buffer.clear();
-            }
+            writer.encode(|out| record.encode(out))?;
         }
-        writer.write(&encode_buffer)?;
-        encode_buffer.clear();
-        self.encode_buffer = encode_buffer;
-        self.runs.push(writer.finish(records)?);
+        self.runs.push(RunFile { file: writer.finish()?, records });
         self.buffer.clear();
         self.buffer_heap_bytes = 0;
         self.sorted_prefix = 0;
@@ -340,7 +326,6 @@ impl<T: SortRecord> ExternalSorter<T> {
         }
         // Free the buffer before the merge allocates its read buffers.
         self.buffer = Vec::new();
-        self.encode_buffer = Vec::new();
         let fan_in = self.config.fan_in();
         let mut runs = std::mem::take(&mut self.runs);
         while runs.len() > fan_in {
@@ -350,156 +335,90 @@ impl<T: SortRecord> ExternalSorter<T> {
             runs.push(merged);
             self.stats.intermediate_merges += 1;
         }
-        let merger = Merger::open(runs, &self.config, &self.counters)?;
+        let merger = Merger::open(runs, &self.config)?;
         Ok(SortedStream { records: merger.records, source: StreamSource::Merge(merger), stats: self.stats })
     }
 
     fn merge_into_run(&mut self, group: Vec<RunFile>) -> Result<RunFile> {
-        let mut merger = Merger::<T>::open(group, &self.config, &self.counters)?;
-        let chunk_bytes = self.config.read_buffer_bytes;
-        let mut writer = RunWriter::create(&self.config, &self.counters)?;
-        let mut encode_buffer = Vec::with_capacity(chunk_bytes + 64);
+        let mut merger = Merger::<T>::open(group, &self.config)?;
+        let mut writer = create_run(&self.config, self.config.read_buffer_bytes, &self.counters)?;
         let mut records = 0u64;
         while let Some(record) = merger.next_record()? {
-            record.encode(&mut encode_buffer);
+            writer.encode(|out| record.encode(out))?;
             records += 1;
-            if encode_buffer.len() >= chunk_bytes {
-                writer.write(&encode_buffer)?;
-                encode_buffer.clear();
-            }
         }
-        writer.write(&encode_buffer)?;
-        writer.finish(records)
+        Ok(RunFile { file: writer.finish()?, records })
     }
 }
 
-/// Writes one run file, counting bytes.
-struct RunWriter {
-    file: File,
-    run: RunFile,
-    counters: IoCounters,
+/// Creates the next run file of a sort, written through a buffer of `buffer_bytes`.
+fn create_run(config: &SortConfig, buffer_bytes: usize, counters: &IoCounters) -> Result<SpillWriter> {
+    std::fs::create_dir_all(&config.temp_dir).context(|| format!("creating {}", config.temp_dir.display()))?;
+    let sequence = RUN_SEQUENCE.fetch_add(1, AtomicOrdering::Relaxed);
+    SpillWriter::create(&config.temp_dir, &config.label, &format!("{sequence}.run"), buffer_bytes, counters.clone())
 }
 
-impl RunWriter {
-    fn create(config: &SortConfig, counters: &IoCounters) -> Result<RunWriter> {
-        std::fs::create_dir_all(&config.temp_dir).context(|| format!("creating {}", config.temp_dir.display()))?;
-        let sequence = RUN_SEQUENCE.fetch_add(1, AtomicOrdering::Relaxed);
-        let path = config.temp_dir.join(format!("{}-{}-{sequence}.run", config.label, std::process::id()));
-        let file = File::create(&path).context(|| format!("creating sort run {}", path.display()))?;
-        // From here on the RunFile owns the path: an error below deletes it.
-        Ok(RunWriter { file, run: RunFile { path, records: 0 }, counters: counters.clone() })
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        let path = &self.run.path;
-        self.file.write_all(bytes).context(|| format!("writing sort run {}", path.display()))?;
-        self.counters.record_write(bytes.len() as u64);
-        Ok(())
-    }
-
-    fn finish(mut self, records: u64) -> Result<RunFile> {
-        self.run.records = records;
-        Ok(self.run)
-    }
-}
-
-/// Reads fixed- or variable-size records sequentially from a file through one buffer.
+/// Reads fixed- or variable-size records sequentially from a file through one buffer (a
+/// [`SpillReader`], which grows it when one record is larger).
 ///
 /// Used for run files and for re-reading store files written in sorted order (the id map).
 pub struct RecordReader<T: SortRecord> {
-    file: File,
-    path: PathBuf,
-    buffer: Vec<u8>,
-    start: usize,
-    end: usize,
-    at_eof: bool,
-    counters: IoCounters,
+    reader: SpillReader,
     _records: std::marker::PhantomData<fn() -> T>,
 }
 
 impl<T: SortRecord> RecordReader<T> {
+    /// Reads a file that stays when the reader is dropped.
     pub fn open(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self> {
-        let file = File::open(path).context(|| format!("opening {}", path.display()))?;
-        Ok(RecordReader {
-            file,
-            path: path.to_path_buf(),
-            buffer: vec![0u8; buffer_bytes.max(64)],
-            start: 0,
-            end: 0,
-            at_eof: false,
-            counters,
-            _records: std::marker::PhantomData,
-        })
+        Ok(Self::from(SpillReader::open(path, buffer_bytes.max(64), counters)?))
+    }
+
+    fn from(reader: SpillReader) -> Self {
+        RecordReader { reader, _records: std::marker::PhantomData }
     }
 
     /// The next record, or `None` at the end of the file.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<T>> {
         loop {
-            let decoded = T::decode(&self.buffer[self.start..self.end])
-                .map_err(|e| Error::io(format!("decoding {}", self.path.display()), e))?;
+            let decoded = T::decode(self.reader.buffered())
+                .map_err(|e| Error::io(format!("decoding {}", self.reader.path().display()), e))?;
             if let Some((record, used)) = decoded {
-                self.start += used;
+                self.reader.consume(used);
                 return Ok(Some(record));
             }
-            if self.at_eof {
-                if self.start == self.end {
+            if !self.reader.fill()? {
+                if self.reader.buffered().is_empty() {
                     return Ok(None);
                 }
-                return Err(Error::io(
-                    format!("reading {}", self.path.display()),
-                    io::Error::new(io::ErrorKind::UnexpectedEof, "the file ends in the middle of a record"),
-                ));
+                return Err(self.reader.ends_inside_a_record());
             }
-            self.refill()?;
         }
-    }
-
-    fn refill(&mut self) -> Result<()> {
-        if self.start > 0 {
-            self.buffer.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buffer.len() {
-            // One record is larger than the buffer.
-            let grown = self.buffer.len() * 2;
-            self.buffer.resize(grown, 0);
-        }
-        let read = loop {
-            match self.file.read(&mut self.buffer[self.end..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(format!("reading {}", self.path.display()), e)),
-            }
-        };
-        if read == 0 {
-            self.at_eof = true;
-        }
-        self.end += read;
-        self.counters.record_read(read as u64);
-        Ok(())
     }
 }
 
-/// One run being merged: its reader, its file (deleted when the merge is dropped), and how
-/// many records it still promises (a check against damaged run files).
+/// One run being merged: its reader (the file goes with it) and how many records it still
+/// promises (a check against damaged run files).
 struct MergeInput<T: SortRecord> {
     reader: RecordReader<T>,
-    run: RunFile,
     remaining: u64,
 }
 
-impl<T: SortRecord> MergeInput<T> {
-    fn next_record(&mut self) -> Result<Option<T>> {
+impl<T: SortRecord> SortedRun for MergeInput<T> {
+    type Head = T;
+
+    #[inline]
+    fn compare(a: &T, b: &T) -> Ordering {
+        a.compare(b)
+    }
+
+    #[inline]
+    fn advance(&mut self) -> Result<Option<T>> {
         let next = self.reader.next_record()?;
         match (&next, self.remaining) {
             (Some(_), 0) | (None, 1..) => {
                 return Err(Error::io(
-                    format!("reading sort run {}", self.run.path.display()),
+                    format!("reading sort run {}", self.reader.reader.path().display()),
                     io::Error::new(io::ErrorKind::InvalidData, "the run file does not hold the records written to it"),
                 ))
             }
@@ -510,79 +429,30 @@ impl<T: SortRecord> MergeInput<T> {
     }
 }
 
-/// The smallest head of the runs sits on top of the max-heap: the order is reversed, ties go
-/// to the earlier run.
-struct HeapEntry<T> {
-    record: T,
-    input: usize,
-}
-
-impl<T: SortRecord> PartialEq for HeapEntry<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl<T: SortRecord> Eq for HeapEntry<T> {}
-impl<T: SortRecord> PartialOrd for HeapEntry<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T: SortRecord> Ord for HeapEntry<T> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.record.compare(&self.record).then_with(|| other.input.cmp(&self.input))
-    }
-}
-
-/// A k-way merge of sorted runs through a binary heap.
+/// A k-way merge of sorted runs (`runtime::spill`'s: stable, one sift per record).
 struct Merger<T: SortRecord> {
-    inputs: Vec<MergeInput<T>>,
-    heap: BinaryHeap<HeapEntry<T>>,
+    merge: Merge<MergeInput<T>>,
     dedup: bool,
     records: u64,
 }
 
 impl<T: SortRecord> Merger<T> {
-    fn open(runs: Vec<RunFile>, config: &SortConfig, counters: &IoCounters) -> Result<Merger<T>> {
+    fn open(runs: Vec<RunFile>, config: &SortConfig) -> Result<Merger<T>> {
         let records = runs.iter().map(|r| r.records).sum();
         let mut inputs = Vec::with_capacity(runs.len());
         for run in runs {
-            let reader = RecordReader::open(&run.path, config.read_buffer_bytes, counters.clone())?;
-            let remaining = run.records;
-            inputs.push(MergeInput { reader, run, remaining });
+            let reader = RecordReader::from(run.file.into_reader(config.read_buffer_bytes.max(64))?);
+            inputs.push(MergeInput { reader, remaining: run.records });
         }
-        let mut heap = BinaryHeap::with_capacity(inputs.len());
-        for (index, input) in inputs.iter_mut().enumerate() {
-            if let Some(record) = input.next_record()? {
-                heap.push(HeapEntry { record, input: index });
-            }
-        }
-        Ok(Merger { inputs, heap, dedup: config.dedup, records })
+        Ok(Merger { merge: Merge::new(inputs)?, dedup: config.dedup, records })
     }
 
     #[inline]
     fn next_record(&mut self) -> Result<Option<T>> {
-        let Some(mut top) = self.heap.peek_mut() else { return Ok(None) };
-        // Replace the top with its run's next record (one sift) or pop it when the run is done.
-        let record = match self.inputs[top.input].next_record()? {
-            Some(next) => {
-                let record = std::mem::replace(&mut top.record, next);
-                drop(top);
-                record
-            }
-            None => PeekMut::pop(top).record,
-        };
+        let Some(record) = self.merge.advance_top()? else { return Ok(None) };
         if self.dedup {
-            while let Some(mut duplicate) = self.heap.peek_mut() {
-                if duplicate.record.compare(&record) != Ordering::Equal {
-                    break;
-                }
-                match self.inputs[duplicate.input].next_record()? {
-                    Some(next) => duplicate.record = next,
-                    None => {
-                        PeekMut::pop(duplicate);
-                    }
-                }
+            while self.merge.top().is_some_and(|(next, _)| next.compare(&record) == Ordering::Equal) {
+                self.merge.advance_top()?;
             }
         }
         Ok(Some(record))

@@ -9,6 +9,7 @@ pub mod io;
 pub mod memory;
 pub mod page_cache;
 pub mod progress;
+pub mod spill;
 
 pub use direct::{AlignedBuffer, BufferPool, DIRECT_ALIGN};
 pub use io::{CountedFile, IoCounters};

@@ -6,17 +6,16 @@
 //! * [`GlobalGather`] — the global gather buffer `GGB` of one rank: the values of its first
 //!   vertex range are gathered in memory; updates to its other `q − 1` ranges are spilled to one
 //!   disk partition per range (Algorithm 2), to be gathered range by range before apply
-//!   (Algorithm 3). [`GlobalGather::apply_ranges`] double-buffers: a loader thread gathers the
-//!   spilled updates of range i + 1 while apply runs over range i (Algorithm 4).
+//!   (Algorithm 3), as `runtime::spill` files (removed once read, or dropped).
+//!   [`GlobalGather::apply_ranges`] double-buffers: a loader thread gathers the spilled updates
+//!   of range i + 1 while apply runs over range i (Algorithm 4).
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::query::{GatherValue, NeighborhoodQuery};
-use crate::error::{IoContext, Result};
-use crate::runtime::io::{CountingReader, CountingWriter};
+use crate::error::Result;
+use crate::runtime::spill::{SpillFile, SpillWriter};
 use crate::runtime::IoCounters;
 use crate::VertexId;
 
@@ -39,9 +38,11 @@ pub struct GatherStats {
     pub gather_time: Duration,
 }
 
+/// The spilled updates of one range: written during scatter, complete after it.
+#[derive(Default)]
 struct SpillPartition {
-    path: PathBuf,
-    writer: Option<BufWriter<CountingWriter<File>>>,
+    writer: Option<SpillWriter>,
+    file: Option<SpillFile>,
     records: u64,
 }
 
@@ -51,6 +52,8 @@ pub struct GlobalGather<V: GatherValue> {
     bounds: Vec<u64>,
     resident: Vec<V>,
     spills: Vec<SpillPartition>,
+    spill_dir: PathBuf,
+    tag: String,
     counters: IoCounters,
     buffer_bytes: usize,
     pub stats: GatherStats,
@@ -67,14 +70,9 @@ impl<V: GatherValue> GlobalGather<V> {
         buffer_bytes: usize,
     ) -> GlobalGather<V> {
         let resident = vec![V::default(); (bounds[1] - bounds[0]) as usize];
-        let spills = (1..bounds.len() - 1)
-            .map(|i| SpillPartition {
-                path: spill_dir.join(crate::store::hygiene::work_name("nwsm", &format!("{tag}-range-{i}.spill"))),
-                writer: None,
-                records: 0,
-            })
-            .collect();
-        GlobalGather { bounds, resident, spills, counters, buffer_bytes, stats: GatherStats::default() }
+        let spills = (1..bounds.len() - 1).map(|_| SpillPartition::default()).collect();
+        let tag = tag.to_string();
+        GlobalGather { bounds, resident, spills, spill_dir, tag, counters, buffer_bytes, stats: GatherStats::default() }
     }
 
     /// Gathers combined updates (targets in this rank) into memory or spills them (Algorithm 2).
@@ -103,20 +101,11 @@ impl<V: GatherValue> GlobalGather<V> {
                 self.stats.updates_gathered_in_memory += 1;
             } else {
                 let range = self.bounds.partition_point(|&b| b <= t) - 1;
-                let part = &mut self.spills[range - 1];
-                if part.writer.is_none() {
-                    let file = File::create(&part.path).context(|| format!("creating {}", part.path.display()))?;
-                    part.writer = Some(BufWriter::with_capacity(
-                        self.buffer_bytes,
-                        CountingWriter::new(file, self.counters.clone()),
-                    ));
-                }
                 let mut record = [0u8; SPILL_RECORD_BYTES];
                 record[..4].copy_from_slice(&target.to_le_bytes());
                 record[4..].copy_from_slice(&value.to_bits().to_le_bytes());
-                let path = &part.path;
-                part.writer.as_mut().unwrap().write_all(&record).context(|| format!("writing {}", path.display()))?;
-                part.records += 1;
+                self.spill_writer(range)?.write(&record)?;
+                self.spills[range - 1].records += 1;
                 self.stats.updates_spilled += 1;
                 self.stats.spill_bytes_written += SPILL_RECORD_BYTES as u64;
             }
@@ -125,28 +114,41 @@ impl<V: GatherValue> GlobalGather<V> {
         Ok(())
     }
 
-    /// Gathers the spilled updates of range `range` (≥ 1) into a fresh array (Algorithm 3).
+    /// The writer of range `range`'s spill file, created at its first update. Its buffer is
+    /// whole records, so every write is.
+    fn spill_writer(&mut self, range: usize) -> Result<&mut SpillWriter> {
+        let part = &mut self.spills[range - 1];
+        if part.writer.is_none() {
+            let name = format!("{}-range-{range}.spill", self.tag);
+            let buffer = whole_records(self.buffer_bytes);
+            part.writer = Some(SpillWriter::create(&self.spill_dir, "nwsm", &name, buffer, self.counters.clone())?);
+        }
+        Ok(part.writer.as_mut().expect("created above"))
+    }
+
+    /// Gathers the spilled updates of range `range` (≥ 1) into a fresh array (Algorithm 3); the
+    /// spill file is removed once read.
     fn load_spilled<Q: NeighborhoodQuery<Value = V>>(
         query: &Q,
-        part: &SpillPartition,
+        part: SpillPartition,
         buffer_bytes: usize,
         lo: u64,
         len: usize,
-        counters: &IoCounters,
     ) -> Result<(Vec<V>, u64)> {
         let mut values = vec![V::default(); len];
-        if part.records == 0 {
-            return Ok((values, 0));
-        }
-        let file = File::open(&part.path).context(|| format!("opening {}", part.path.display()))?;
-        let mut reader = BufReader::with_capacity(buffer_bytes, CountingReader::new(file, counters.clone()));
-        let mut record = [0u8; SPILL_RECORD_BYTES];
-        for _ in 0..part.records {
-            reader.read_exact(&mut record).context(|| format!("reading {}", part.path.display()))?;
+        let Some(file) = part.file.filter(|_| part.records > 0) else { return Ok((values, 0)) };
+        let mut reader = file.into_reader(whole_records(buffer_bytes))?;
+        let mut read = 0;
+        while let Some(record) = reader.next_record(SPILL_RECORD_BYTES)? {
+            read += 1;
             let target = u32::from_le_bytes(record[..4].try_into().unwrap()) as u64;
             let value = V::from_bits(u64::from_le_bytes(record[4..].try_into().unwrap()));
             let slot = &mut values[(target - lo) as usize];
             *slot = query.vertex_gather(*slot, value);
+        }
+        if read != part.records {
+            let message = format!("{} holds {read} updates, not the {} spilled", reader.path().display(), part.records);
+            return Err(crate::Error::io(message, std::io::ErrorKind::InvalidData.into()));
         }
         Ok((values, part.records * SPILL_RECORD_BYTES as u64))
     }
@@ -154,17 +156,16 @@ impl<V: GatherValue> GlobalGather<V> {
     /// Flushes the spill writers (end of the scatter phase).
     pub fn finish_scatter(&mut self) -> Result<()> {
         for part in &mut self.spills {
-            if let Some(mut w) = part.writer.take() {
-                let path = &part.path;
-                w.flush().context(|| format!("writing {}", path.display()))?;
+            if let Some(writer) = part.writer.take() {
+                part.file = Some(writer.finish()?);
             }
         }
         Ok(())
     }
 
     /// Calls `apply(first id, gathered values)` for each range in order; spilled ranges are
-    /// gathered by a loader thread one range ahead of apply (double buffering). Spill files
-    /// are removed afterwards.
+    /// gathered by a loader thread one range ahead of apply (double buffering). Each spill file
+    /// is removed once loaded (or dropped).
     pub fn apply_ranges<Q: NeighborhoodQuery<Value = V>>(
         mut self,
         query: &Q,
@@ -174,19 +175,17 @@ impl<V: GatherValue> GlobalGather<V> {
         let resident = std::mem::take(&mut self.resident);
         let bounds = self.bounds.clone();
         let spills = std::mem::take(&mut self.spills);
-        let counters = self.counters.clone();
+        let spilled_ranges = spills.len();
         let buffer_bytes = self.buffer_bytes;
         let mut stats = self.stats;
         let result = std::thread::scope(|scope| -> Result<()> {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Vec<V>, u64, Duration)>>(1);
-            let spills_ref = &spills;
             let bounds_ref = &bounds;
-            let counters_ref = &counters;
             scope.spawn(move || {
-                for (k, part) in spills_ref.iter().enumerate() {
+                for (k, part) in spills.into_iter().enumerate() {
                     let (lo, hi) = (bounds_ref[k + 1], bounds_ref[k + 2]);
                     let started = Instant::now();
-                    let loaded = Self::load_spilled(query, part, buffer_bytes, lo, (hi - lo) as usize, counters_ref)
+                    let loaded = Self::load_spilled(query, part, buffer_bytes, lo, (hi - lo) as usize)
                         .map(|(v, bytes)| (v, bytes, started.elapsed()));
                     let failed = loaded.is_err();
                     if tx.send(loaded).is_err() || failed {
@@ -196,7 +195,7 @@ impl<V: GatherValue> GlobalGather<V> {
             });
             apply(bounds[0], &resident)?;
             drop(resident);
-            for k in 0..spills.len() {
+            for k in 0..spilled_ranges {
                 let (values, bytes, time) = rx.recv().expect("the spill loader sends one result per range")?;
                 stats.spill_bytes_read += bytes;
                 stats.gather_time += time;
@@ -204,19 +203,13 @@ impl<V: GatherValue> GlobalGather<V> {
             }
             Ok(())
         });
-        for part in &spills {
-            let _ = std::fs::remove_file(&part.path);
-        }
         result.map(|_| stats)
     }
 }
 
-impl<V: GatherValue> Drop for GlobalGather<V> {
-    fn drop(&mut self) {
-        for part in &self.spills {
-            let _ = std::fs::remove_file(&part.path);
-        }
-    }
+/// The largest multiple of the spill record size in `bytes` (at least one record).
+fn whole_records(bytes: usize) -> usize {
+    (bytes / SPILL_RECORD_BYTES).max(1) * SPILL_RECORD_BYTES
 }
 
 /// Where a local gather buffer hands its combined updates: the owner rank's global gather

@@ -1,15 +1,15 @@
 //! The disk streams of one rank (GraphD §3.2): the edge stream S^E read through a 64 KiB buffer
 //! with `skip`, and the message files (outgoing splits and received batches) with the k-way
-//! merge that turns the received batches into the incoming stream S^I.
+//! merge that turns the received batches into the incoming stream S^I (`runtime::spill`'s
+//! merge: one buffer per batch, records read in place).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{IoContext, Result};
+use crate::runtime::spill::{Merge, RecordRun, SpillFile};
 use crate::runtime::IoCounters;
 use crate::store::FileChecks;
 
@@ -120,103 +120,49 @@ pub fn take_file(path: &Path, counters: &IoCounters) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// One sorted batch file being merged: a buffered reader of `record`-byte records.
-struct BatchReader {
-    file: File,
-    counters: IoCounters,
-    buffer: Vec<u8>,
-    filled: usize,
-    at: usize,
-    record: usize,
-}
+/// How a batch run finds a record's name.
+type NameOf = fn(&[u8]) -> u64;
 
-impl BatchReader {
-    fn next(&mut self, path: &Path) -> Result<Option<&[u8]>> {
-        if self.at + self.record > self.filled {
-            // Keep the partial record, refill behind it.
-            self.buffer.copy_within(self.at..self.filled, 0);
-            self.filled -= self.at;
-            self.at = 0;
-            while self.filled < self.record {
-                let n = self
-                    .file
-                    .read(&mut self.buffer[self.filled..])
-                    .context(|| format!("reading {}", path.display()))?;
-                if n == 0 {
-                    if self.filled == 0 {
-                        return Ok(None);
-                    }
-                    return Err(crate::Error::store(path, "message batch ends inside a record"));
-                }
-                self.counters.record_read(n as u64);
-                self.filled += n;
-            }
-        }
-        let record = &self.buffer[self.at..self.at + self.record];
-        self.at += self.record;
-        Ok(Some(record))
-    }
+/// The target name of a batch record (its first 8 bytes).
+fn name_of(record: &[u8]) -> u64 {
+    u64::from_le_bytes(record[..8].try_into().expect("a record holds its name"))
 }
 
 /// The incoming message stream S^I: a k-way merge by target name of sorted batch files, each read
-/// through its own buffer. Records are `name u64 · message`.
+/// through its own buffer ([`spill::Merge`]). Records are `name u64 · message`. The batch files
+/// are removed when the stream is dropped.
 pub struct MergedBatches {
-    paths: Vec<PathBuf>,
-    readers: Vec<BatchReader>,
-    /// (name, reader) of each reader's current record.
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    current: Vec<Vec<u8>>,
+    merge: Merge<RecordRun<NameOf>>,
 }
 
 impl MergedBatches {
     pub fn open(paths: Vec<PathBuf>, record: usize, buffer_bytes: usize, counters: &IoCounters) -> Result<Self> {
         let buffer_bytes = buffer_bytes.max(record * 2);
-        let mut merged = MergedBatches { paths, readers: Vec::new(), heap: BinaryHeap::new(), current: Vec::new() };
-        for i in 0..merged.paths.len() {
-            let path = &merged.paths[i];
-            let file = File::open(path).context(|| format!("opening {}", path.display()))?;
-            merged.readers.push(BatchReader {
-                file,
-                counters: counters.clone(),
-                buffer: vec![0; buffer_bytes],
-                filled: 0,
-                at: 0,
-                record,
-            });
-            merged.current.push(Vec::with_capacity(record));
-            merged.advance(i)?;
-        }
-        Ok(merged)
-    }
-
-    fn advance(&mut self, i: usize) -> Result<()> {
-        if let Some(record) = self.readers[i].next(&self.paths[i])? {
-            self.current[i].clear();
-            self.current[i].extend_from_slice(record);
-            let name = u64::from_le_bytes(record[..8].try_into().unwrap());
-            self.heap.push(Reverse((name, i)));
-        }
-        Ok(())
+        // Every file is owned (removed on drop) before any is opened.
+        let files: Vec<SpillFile> = paths.into_iter().map(|p| SpillFile::adopt(p, counters.clone())).collect();
+        let runs = files
+            .into_iter()
+            .map(|file| Ok(RecordRun::new(file.into_reader(buffer_bytes)?, record, name_of as NameOf)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MergedBatches { merge: Merge::new(runs)? })
     }
 
     /// The smallest target name still to come.
     pub fn peek_name(&self) -> Option<u64> {
-        self.heap.peek().map(|Reverse((name, _))| *name)
+        self.merge.top().map(|(&name, _)| name)
     }
 
-    /// Calls `take` with the message bytes of every record addressed to the smallest name.
+    /// Calls `take` with the message bytes of the record addressed to the smallest name.
     pub fn pop_record(&mut self, take: &mut dyn FnMut(&[u8])) -> Result<()> {
-        if let Some(Reverse((_, i))) = self.heap.pop() {
-            take(&self.current[i][8..]);
-            self.advance(i)?;
+        if let Some((_, run)) = self.merge.top() {
+            take(&run.head()[8..]);
+            self.merge.advance_top()?;
         }
         Ok(())
     }
 
-    /// Removes the batch files.
+    /// Removes the batch files (as dropping the stream does).
     pub fn remove(self) {
-        for path in &self.paths {
-            let _ = std::fs::remove_file(path);
-        }
+        drop(self);
     }
 }

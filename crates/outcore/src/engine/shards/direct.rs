@@ -17,23 +17,24 @@
 //! [`DirectDelivery`] buffer keyed by the receiving interval, and the receivers gather those
 //! messages in the next step together with the ones on shard edges. The step count stays that
 //! of `off`, and no shadow iteration is forced. The buffer holds a step's messages in memory
-//! up to its share of the budget and spills the rest as runs sorted by receiving interval, so
-//! nothing waits: the delay buffer stays empty under this delivery.
+//! up to its share of the budget and spills the rest as runs sorted by receiving interval
+//! (`runtime::spill` files, each written in one request and read back one interval's record
+//! range at a time), so nothing waits: the delay buffer stays empty under this delivery.
 //!
 //! The messages are the same ones the missing edges would have carried, so results equal the
 //! reference engine (delta programs up to summation order).
 
 use std::path::PathBuf;
 
-use super::edges::{pod_bytes, pod_read, WorkFile};
+use super::edges::{pod_bytes, pod_read};
 use crate::error::Result;
+use crate::runtime::spill::{SpillFile, SpillWriter};
 use crate::runtime::IoCounters;
 use crate::VertexId;
 
 /// Messages of one step that did not fit in memory: one file, sorted by receiving interval.
 struct SpilledRun {
-    file: WorkFile,
-    path: PathBuf,
+    file: SpillFile,
     /// Entry index where each receiving interval's messages begin (P + 1 entries).
     starts: Vec<u64>,
 }
@@ -93,25 +94,27 @@ impl<M: Copy> DirectDelivery<M> {
         Ok(())
     }
 
-    /// Writes the in-memory messages of this step out as one run sorted by interval.
+    /// Writes the in-memory messages of this step out as one run sorted by interval, in one
+    /// request (the buffer holds the run, as the messages did).
     fn spill(&mut self) -> Result<()> {
-        let path = self.dir.join(format!("direct-{}", self.next_run));
+        let name = self.next_run.to_string();
         self.next_run += 1;
-        let mut bytes = Vec::with_capacity(self.sending_entries * Self::ENTRY);
+        let bytes = self.sending_entries * Self::ENTRY;
+        let mut writer = SpillWriter::create(&self.dir, "direct", &name, bytes, self.counters.clone())?;
         let mut starts = Vec::with_capacity(self.sending.len() + 1);
         let mut entries = 0u64;
         for list in &mut self.sending {
             starts.push(entries);
+            entries += list.len() as u64;
             for (receiver, message) in list.drain(..) {
-                bytes.extend_from_slice(&receiver.to_le_bytes());
-                bytes.extend_from_slice(pod_bytes(&message));
+                writer.encode(|out| {
+                    out.extend_from_slice(&receiver.to_le_bytes());
+                    out.extend_from_slice(pod_bytes(&message));
+                })?;
             }
-            entries = (bytes.len() / Self::ENTRY) as u64;
         }
         starts.push(entries);
-        let file = WorkFile::create(&path, bytes.len() as u64, self.counters.clone())?;
-        file.write_at(&bytes, 0)?;
-        self.sending_runs.push(SpilledRun { file, path, starts });
+        self.sending_runs.push(SpilledRun { file: writer.finish()?, starts });
         self.spilled += self.sending_entries;
         self.sending_entries = 0;
         Ok(())
@@ -120,12 +123,9 @@ impl<M: Copy> DirectDelivery<M> {
     /// The messages for interval `interval` sent in the previous step (emptied).
     pub fn take_arriving(&mut self, interval: usize) -> Result<Vec<(VertexId, M)>> {
         let mut list = std::mem::take(&mut self.arriving[interval]);
+        let mut bytes = Vec::new();
         for run in &self.arriving_runs {
-            let (first, end) = (run.starts[interval], run.starts[interval + 1]);
-            let mut bytes = vec![0u8; ((end - first) as usize) * Self::ENTRY];
-            if !bytes.is_empty() {
-                run.file.read_at(&mut bytes, first * Self::ENTRY as u64)?;
-            }
+            run.file.read_range(Self::ENTRY, run.starts[interval]..run.starts[interval + 1], &mut bytes)?;
             list.extend(bytes.chunks_exact(Self::ENTRY).map(|entry| {
                 let receiver = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
                 (receiver, pod_read::<M>(&entry[8..]))
@@ -146,10 +146,7 @@ impl<M: Copy> DirectDelivery<M> {
 
     /// Ends a step: what was sent arrives in the next one; the runs read in this step go.
     pub fn end_step(&mut self) -> Result<()> {
-        for run in self.arriving_runs.drain(..) {
-            drop(run.file);
-            std::fs::remove_file(&run.path).ok();
-        }
+        self.arriving_runs.clear();
         std::mem::swap(&mut self.arriving, &mut self.sending);
         std::mem::swap(&mut self.arriving_runs, &mut self.sending_runs);
         for list in &mut self.sending {
