@@ -4,7 +4,7 @@
 //! every superstep and writes messages to files. The partition is built on first use.
 
 use super::partition::VERTEX_RECORD_BYTES;
-use super::streams::EDGE_BUFFER_BYTES;
+use super::rank::RankMemory;
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 
@@ -31,12 +31,11 @@ impl Engine for PregelEngine {
         let work = Workload::of(shape, graph);
         let ranks = ctx.ranks.max(1) as u64;
         let local = graph.vertices.div_ceil(ranks);
-        let vertex_part = local * (VERTEX_RECORD_BYTES + shape.value_bytes + 1);
-        let fixed = vertex_part + 3 * EDGE_BUFFER_BYTES as u64;
-        let b = super::message_file_size(&ctx.options.pregel, ctx.budget, ranks as usize, fixed);
+        let memory = RankMemory::new(ranks as usize, local, shape.value_bytes, 0);
+        let b = super::message_file_size(&ctx.options.pregel, ctx.budget, ranks as usize, memory.fixed());
         let mut plan = Plan::new(self.kind(), &work)
-            .with_part("vertex records and values", vertex_part)
-            .with_part("message buffers", (ranks + 5) * b + 3 * EDGE_BUFFER_BYTES as u64)
+            .with_part("vertex records and values", memory.vertex_part)
+            .with_part("message buffers", memory.buffers(b))
             .check_budget(ctx.budget);
         let record = 8 + shape.msg_bytes;
         let arcs = graph.arcs as f64 * shape.layouts(graph.directed) as f64;

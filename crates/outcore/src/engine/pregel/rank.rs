@@ -422,39 +422,49 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
         .collect())
 }
 
-/// Memory of a rank: its vertex array and values, the edge stream buffers, and in recoded mode
-/// A_s and two A_r (`fixed`), plus W + 5 message buffers of the message file size B each (the
-/// outgoing buffers, one per destination, the sender's and receiver's batches and the merge
-/// buffers of S^I).
-struct RankMemory {
-    n_local: usize,
-    vertex_part: u64,
+/// Memory of a rank: its vertex array and values, and in recoded mode A_s and two A_r, plus
+/// its buffers: the edge stream's and W + 5 message buffers of the message file size B each
+/// (the outgoing buffers, one per destination, the sender's and receiver's batches and the
+/// merge buffers of S^I). The plan ([`super::plan`]) and the run size B from the same figures.
+pub(crate) struct RankMemory {
+    n_local: u64,
+    pub(crate) vertex_part: u64,
     arrays: u64,
     buffer_count: u64,
 }
 
 impl RankMemory {
-    fn of<S: StepProgram>(ranks: usize, n_local: usize, max_local: usize, in_memory_combine: bool) -> RankMemory {
-        let value = std::mem::size_of::<S::Value>() as u64;
-        let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
+    /// `arrays`: bytes of A_s and A_r (0 unless recoded with a combiner).
+    pub(crate) fn new(ranks: usize, n_local: u64, value_bytes: u64, arrays: u64) -> RankMemory {
         RankMemory {
             n_local,
-            vertex_part: n_local as u64 * (VERTEX_RECORD_BYTES + value + 1),
-            // A_s, A_r of the step being computed and of the step being received, and the
-            // array of messages to this rank's own vertices.
-            arrays: if in_memory_combine { (max_local as u64 + 3 * n_local as u64) * slot } else { 0 },
+            vertex_part: n_local * (VERTEX_RECORD_BYTES + value_bytes + 1),
+            arrays,
             buffer_count: ranks as u64 + 5,
         }
     }
 
+    fn of<S: StepProgram>(ranks: usize, n_local: usize, max_local: usize, in_memory_combine: bool) -> RankMemory {
+        let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
+        // A_s, A_r of the step being computed and of the step being received, and the array of
+        // messages to this rank's own vertices.
+        let arrays = if in_memory_combine { (max_local as u64 + 3 * n_local as u64) * slot } else { 0 };
+        RankMemory::new(ranks, n_local as u64, std::mem::size_of::<S::Value>() as u64, arrays)
+    }
+
     /// What does not depend on B.
-    fn fixed(&self) -> u64 {
+    pub(crate) fn fixed(&self) -> u64 {
         self.vertex_part + self.arrays + 3 * EDGE_BUFFER_BYTES as u64
+    }
+
+    /// The edge stream's buffers and the message buffers, with message files of `b` bytes.
+    pub(crate) fn buffers(&self, b: u64) -> u64 {
+        self.buffer_count * b + 3 * EDGE_BUFFER_BYTES as u64
     }
 
     /// Fails when the rank needs more than the budget with message files of `b` bytes.
     fn check(&self, budget: MemoryBudget, b: u64) -> Result<()> {
-        let needed = self.fixed() + self.buffer_count * b;
+        let needed = self.vertex_part + self.arrays + self.buffers(b);
         if needed <= budget.bytes() {
             return Ok(());
         }
