@@ -267,3 +267,31 @@ fn the_explanation_has_a_row_per_engine_and_marks_the_choice() {
     }
     assert!(runner.explanation().is_none() || runner.explanation().unwrap().ranking().is_empty());
 }
+
+/// The in-memory engine loads a weighted store's weights only for programs that read them,
+/// and reads what its plan said: PageRank reads csr-out and csr-in without their weights,
+/// heat diffusion (weighted) reads csr-out whole.
+#[test]
+fn inmem_reads_the_weights_only_for_programs_that_use_them() {
+    let s = &stores()[0];
+    let read = |algorithm: &str| {
+        let (result, runner) = run(&s.store, EngineKind::InMemory, 1 << 30, algorithm);
+        result.unwrap();
+        let explanation = runner.explanation().unwrap();
+        let planned = explanation.rows.iter().find(|r| r.plan.engine == "inmem").unwrap().plan.bytes_read;
+        (runner.finish(algorithm).bytes_read, planned)
+    };
+    let (pr, pr_planned) = read("pr");
+    let (heat, heat_planned) = read("heat");
+    assert_eq!(pr, pr_planned, "the plan's bytes are the run's bytes");
+    assert_eq!(heat_planned, manifest_bytes(&s.store, "csr-out"));
+    let (out, inn) = (manifest_bytes(&s.store, "csr-out"), manifest_bytes(&s.store, "csr-in"));
+    // PageRank pulls, so it loads both layouts; heat loads csr-out with its weights (and reads
+    // a few bytes more to resolve its sources).
+    assert_eq!(pr, out + inn - 2 * s.store.num_arcs() * 8);
+    assert!((out..out + 4096).contains(&heat), "heat read {heat} bytes of a {out}-byte csr-out");
+}
+
+fn manifest_bytes(store: &Store, layout: &str) -> u64 {
+    store.manifest().layout_bytes(layout)
+}

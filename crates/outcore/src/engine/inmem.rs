@@ -68,22 +68,29 @@ use crate::store::{Direction, InMemoryCsr, Store};
 use crate::VertexId;
 
 /// Bytes one loaded CSR layout takes in memory (targets decoded to u64, weights as f64).
-fn csr_bytes(store: &Store) -> u64 {
+/// Which layouts a run loads: the in-arcs too or not, and the weights or not.
+#[derive(Clone, Copy)]
+struct Load {
+    in_edges: bool,
+    weights: bool,
+}
+
+fn csr_bytes(store: &Store, load: Load) -> u64 {
     let arcs = store.num_arcs();
-    let weights = if store.is_weighted() { arcs * 8 } else { 0 };
+    let weights = if load.weights && store.is_weighted() { arcs * 8 } else { 0 };
     (store.num_vertices() + 1) * 8 + arcs * 8 + weights
 }
 
 /// Memory the engine needs for a run: the layouts it loads, `per_vertex` bytes of state and
 /// `per_arc` bytes of messages.
-fn needed_bytes(store: &Store, in_edges: bool, per_vertex: u64, per_arc: u64) -> u64 {
-    let layouts = if in_edges && store.is_directed() { 2 } else { 1 };
-    layouts * csr_bytes(store) + store.num_vertices() * per_vertex + store.num_arcs() * per_arc
+fn needed_bytes(store: &Store, load: Load, per_vertex: u64, per_arc: u64) -> u64 {
+    let layouts = if load.in_edges && store.is_directed() { 2 } else { 1 };
+    layouts * csr_bytes(store, load) + store.num_vertices() * per_vertex + store.num_arcs() * per_arc
 }
 
 /// What `auto` compares with the budget: both layouts and 32 bytes of state per vertex.
 pub fn estimated_memory_bytes(store: &Store) -> u64 {
-    needed_bytes(store, true, 32, 0)
+    needed_bytes(store, Load { in_edges: true, weights: true }, 32, 0)
 }
 
 fn check_budget(runner: &Runner, needed: u64) -> Result<()> {
@@ -112,9 +119,13 @@ struct Adjacency {
 }
 
 impl Adjacency {
-    fn load(store: &Store, in_edges: bool) -> Result<Adjacency> {
-        let out = store.csr(Direction::Out)?.load()?;
-        let inn = if in_edges && store.is_directed() { Some(store.csr(Direction::In)?.load()?) } else { None };
+    fn load(store: &Store, load: Load) -> Result<Adjacency> {
+        let out = store.csr(Direction::Out)?.load_with(load.weights)?;
+        let inn = if load.in_edges && store.is_directed() {
+            Some(store.csr(Direction::In)?.load_with(load.weights)?)
+        } else {
+            None
+        };
         let max_degree = |c: &InMemoryCsr| (0..c.num_vertices()).map(|v| c.degree(v)).max().unwrap_or(0);
         let max = max_degree(&out).max(inn.as_ref().map_or(0, max_degree));
         Ok(Adjacency { out, inn, ones: vec![1.0; max as usize] })
@@ -670,11 +681,12 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<P::Msg>() as u64 + 1 } else { 0 };
     let can_pull = program.supports_pull()
         && direction != EdgeDirection::Both
-        && needed_bytes(store, true, per_vertex + sent_bytes, 0) <= runner.memory().bytes();
-    let in_edges = direction != EdgeDirection::Out || can_pull;
-    check_budget(runner, needed_bytes(store, in_edges, per_vertex, 0))?;
+        && needed_bytes(store, Load { in_edges: true, weights: program.uses_weights() }, per_vertex + sent_bytes, 0)
+            <= runner.memory().bytes();
+    let load = Load { in_edges: direction != EdgeDirection::Out || can_pull, weights: program.uses_weights() };
+    check_budget(runner, needed_bytes(store, load, per_vertex, 0))?;
     let info = runner.graph_info();
-    let adj = Adjacency::load(store, in_edges)?;
+    let adj = Adjacency::load(store, load)?;
     // The lists an active vertex sends along (`In`: its in-arcs, reversed), and those a pull
     // iteration scans (their reverse).
     let (lists, reverse): ([Option<&InMemoryCsr>; 2], &InMemoryCsr) = match direction {
@@ -835,7 +847,7 @@ pub fn run_neighborhood_query<Q: super::nwsm::NeighborhoodQuery>(
     let store = runner.store();
     super::nwsm::query::check_vertex_count(store)?;
     let per_vertex = (std::mem::size_of::<Q::Output>() + 8 + 24) as u64;
-    check_budget(runner, needed_bytes(store, true, per_vertex, 4))?;
+    check_budget(runner, needed_bytes(store, Load { in_edges: true, weights: true }, per_vertex, 4))?;
     let out = store.csr(crate::store::Direction::Out)?.load()?;
     let inn = if store.is_directed() { Some(store.csr(crate::store::Direction::In)?.load()?) } else { None };
     let started = Instant::now();
@@ -855,9 +867,10 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
     let in_edges = program.needs_in_edges();
     let per_vertex = (std::mem::size_of::<P::Value>() + 2 * std::mem::size_of::<Vec<P::Msg>>() + 1) as u64;
     let per_arc = std::mem::size_of::<P::Msg>() as u64;
-    check_budget(runner, needed_bytes(runner.store(), in_edges, per_vertex, per_arc))?;
+    let load = Load { in_edges, weights: program.uses_weights() };
+    check_budget(runner, needed_bytes(runner.store(), load, per_vertex, per_arc))?;
     let info = runner.graph_info();
-    let adj = Adjacency::load(runner.store(), in_edges)?;
+    let adj = Adjacency::load(runner.store(), load)?;
     let n = info.num_vertices as usize;
 
     let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
@@ -1092,7 +1105,7 @@ mod tests {
         // 0 → 1..=3, 3 → 4: the frontier {1, 3} at depth 1 sends depth 2; vertex 2 sends nothing
         // in this made-up frontier because it is not active.
         with_graph(5, &[(0, 1), (0, 2), (0, 3), (3, 4)], true, |r| {
-            let adj = Adjacency::load(r.store(), true).unwrap();
+            let adj = Adjacency::load(r.store(), Load { in_edges: true, weights: true }).unwrap();
             let program = bfs(0, false);
             let mut sent = Sent::new(&program, 5);
             assert!(sent.msg.is_empty());

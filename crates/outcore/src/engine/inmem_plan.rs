@@ -13,9 +13,15 @@ const PULL_SAVING: f64 = 4.0;
 /// The reference engine (see [`super::inmem`]).
 pub struct InMemoryEngine;
 
-/// Bytes of one CSR layout loaded in memory (targets as u64, weights as f64).
-fn loaded_csr_bytes(graph: &PlanGraph) -> u64 {
-    (graph.vertices + 1) * 8 + graph.arcs * 8 + if graph.weighted { graph.arcs * 8 } else { 0 }
+/// Whether the run loads the weights: only for a program that reads them (neighborhood
+/// queries load whole layouts).
+fn loads_weights(graph: &PlanGraph, shape: &ProgramShape) -> bool {
+    graph.weighted && (shape.uses_weights || shape.form == ProgramForm::Neighborhood)
+}
+
+/// Bytes of one CSR layout loaded in memory (targets as u64, weights as f64 when loaded).
+fn loaded_csr_bytes(graph: &PlanGraph, shape: &ProgramShape) -> u64 {
+    (graph.vertices + 1) * 8 + graph.arcs * 8 + if loads_weights(graph, shape) { graph.arcs * 8 } else { 0 }
 }
 
 impl Engine for InMemoryEngine {
@@ -44,7 +50,7 @@ impl Engine for InMemoryEngine {
         // Direction optimisation (inmem.rs): with both layouts in the budget, dense iterations
         // pull and stop at the first parent — on RMAT-22 BFS scanned 18.7 times fewer arcs.
         let mut visits = work.edge_visits;
-        let both = 2 * loaded_csr_bytes(graph) + graph.vertices * per_vertex;
+        let both = 2 * loaded_csr_bytes(graph, shape) + graph.vertices * per_vertex;
         if shape.supports_pull && graph.directed && layouts == 1 && both <= ctx.budget {
             layouts = 2;
             // Only a pull that stops at its first satisfying source saves scans (BFS-like);
@@ -53,9 +59,11 @@ impl Engine for InMemoryEngine {
                 visits /= PULL_SAVING;
             }
         }
-        let read = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.layout_bytes(shape) };
+        let files = if layouts == 2 { graph.csr_out_bytes + graph.csr_in_bytes } else { graph.layout_bytes(shape) };
+        let unread_weights = if graph.weighted && !loads_weights(graph, shape) { layouts * graph.arcs * 8 } else { 0 };
+        let read = files.saturating_sub(unread_weights);
         let mut plan = Plan::new(self.kind(), &work)
-            .with_part("adjacency", layouts * loaded_csr_bytes(graph))
+            .with_part("adjacency", layouts * loaded_csr_bytes(graph, shape))
             .with_part("vertex state", graph.vertices * per_vertex)
             .with_part("messages", graph.arcs * per_arc)
             .check_budget(ctx.budget);

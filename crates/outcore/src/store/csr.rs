@@ -128,6 +128,12 @@ impl CsrLayout {
     /// Loads the whole layout into memory: 8 bytes per vertex, 8 per arc (16 weighted). The
     /// files are decoded through a 1 MiB buffer, so no raw copy is held beside the arrays.
     pub fn load(&self) -> Result<InMemoryCsr> {
+        self.load_with(true)
+    }
+
+    /// [`load`](Self::load), leaving the weights file unread when `weights` is false (a
+    /// program that ignores weights would pay half the arc bytes for nothing).
+    pub fn load_with(&self, weights: bool) -> Result<InMemoryCsr> {
         const CHUNK_BYTES: u64 = 1 << 20;
         let mut offsets = vec![0u64; (self.vertices + 1) as usize];
         self.read_offsets(0, &mut offsets)?;
@@ -150,7 +156,7 @@ impl CsrLayout {
             check_ids(self.targets.path(), &targets[at..], self.vertices)?;
             first += count;
         }
-        let weights = match &self.weights {
+        let weights = match self.weights.as_ref().filter(|_| weights) {
             Some(w) => {
                 let mut weights = vec![0f64; self.arcs as usize];
                 // SAFETY: f64 has no invalid bit patterns; the byte view covers exactly `weights`.
