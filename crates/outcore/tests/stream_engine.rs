@@ -324,6 +324,30 @@ fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() 
     }
 }
 
+/// Once a dense push has kept the whole push layout in memory, the sparse pushes after it fold
+/// the frontier's edges from memory and read nothing (pr-delta: everything is active in the
+/// first iteration, a shrinking frontier after); results equal inmem's.
+#[test]
+fn sparse_pushes_fold_from_memory_once_the_layout_is_resident() {
+    let g = rmat_graph();
+    let p = params(&g, "pr-delta");
+    let expected = inmem(&g.store, "pr-delta", &p);
+    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+    options.stream.resident_edges = true;
+    let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+    assert_same("pr-delta", &expected, &got, "resident");
+    let dense = per_iteration(&stats, |i| i.dense);
+    assert!(dense[0], "the first iteration pushes every vertex");
+    let sparse: Vec<usize> = (1..dense.len()).filter(|&i| !dense[i]).collect();
+    assert!(!sparse.is_empty(), "{dense:?}");
+    let arcs = g.store.num_arcs();
+    for i in sparse {
+        let it = &stats.per_iteration[i];
+        assert_eq!(it.bytes_read, 0, "sparse iteration {i} read from disk");
+        assert_eq!(per_iteration(&stats, |i| i.resident_edges)[i], arcs, "iteration {i}");
+    }
+}
+
 /// Pull needs the reverse layout's offsets and the sources' messages beside everything push
 /// needs: at the smallest budget push runs in, pr pushes, with the same ranks.
 #[test]

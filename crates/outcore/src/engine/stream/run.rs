@@ -272,6 +272,9 @@ struct Step {
     direct: bool,
     /// The layout whose resident prefix a dense pass takes from memory.
     dense_layout: Option<usize>,
+    /// A sparse push over a layout held whole in memory: it folds the frontier's edges from
+    /// the resident buffers (the fold skips inactive sources) and reads nothing.
+    from_memory: bool,
 }
 
 impl Step {
@@ -302,6 +305,11 @@ impl Step {
                         state.resident.bytes(),
                     )
             });
+        // The push layout held whole: the frontier's edges are in memory, wherever they are.
+        let from_memory = !pulling
+            && layouts.push_layouts == 1
+            && state.renumbered != Some(0)
+            && state.resident.holds_all(0, layouts.edges(0));
         let active_bytes: u64 = layouts.files.iter().zip(active_edges).map(|(f, &e)| e * f.edge_bytes()).sum();
         let dense = pulling
             || match options.schedule {
@@ -324,9 +332,9 @@ impl Step {
         // (A layout renumbered for pulls no longer serves pushes from memory.)
         let dense_layout = match reverse {
             Some(r) if pulling => Some(r),
-            _ => (dense && layouts.push_layouts == 1 && state.renumbered != Some(0)).then_some(0),
+            _ => ((dense || from_memory) && layouts.push_layouts == 1 && state.renumbered != Some(0)).then_some(0),
         };
-        Step { pulling, dense, iteration_bytes, direct, dense_layout }
+        Step { pulling, dense, iteration_bytes, direct, dense_layout, from_memory }
     }
 }
 
@@ -427,7 +435,17 @@ fn push_iteration<P: VertexProgram>(
         .zip(&layouts.files)
         .enumerate()
         .map(|(i, (layout, f))| {
-            (i, push_plan(layout, f, &state.frontier, step.dense.then_some(from), run.options, run.gap.bytes))
+            (
+                i,
+                push_plan(
+                    layout,
+                    f,
+                    &state.frontier,
+                    (step.dense || step.from_memory).then_some(from),
+                    run.options,
+                    run.gap.bytes,
+                ),
+            )
         })
         .collect();
     let scatter = Scatter {
