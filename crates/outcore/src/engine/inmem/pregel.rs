@@ -4,8 +4,8 @@
 //! vertices costs them, not `n`) in contiguous chunks on rayon's threads. A chunk appends what
 //! it sends to its own buffers, one per *bucket* of consecutive targets, and logs its aggregate
 //! contributions. The next inbox is then built one bucket per task: the bucket's pieces are
-//! taken in chunk order, so in sender order, and placed by target as a CSR (a counting sort, or
-//! a stable sort when the bucket has few messages for its range). Every vertex therefore reads
+//! taken in chunk order, so in sender order, and placed by target as a CSR (a counting sort that
+//! moves each message once, or a stable sort when the bucket has few messages for its range). Every vertex therefore reads
 //! its messages in the very order a run one vertex after another delivers them, the program's
 //! combiner folds them in that order into the first one, and the aggregate contributions are
 //! folded in vertex order too — so results, floating-point sums and tie-breaks included, do not
@@ -196,10 +196,24 @@ fn compute_chunk<P: PregelProgram>(step: &Step<P>, awake: &[Awake], values: &mut
     out
 }
 
-/// Cuts the awake list into chunks (index ranges) of about equal length.
-fn chunks(awake: usize, split: Split) -> Vec<std::ops::Range<usize>> {
-    let count = awake.div_ceil(split.grain).clamp(1, split.max_chunks.max(1));
-    (0..count).map(|i| i * awake / count..(i + 1) * awake / count).collect()
+/// Cuts the awake list into chunks (index ranges, none empty) of about equal work, a vertex's
+/// work being its arcs plus one: the low ids of a power-law graph hold its hubs, and chunks of
+/// equal length would leave one thread with most of the arcs.
+fn chunks(awake: &[Awake], work: impl Fn(VertexId) -> u64, split: Split) -> Vec<std::ops::Range<usize>> {
+    let count = awake.len().div_ceil(split.grain).clamp(1, split.max_chunks.max(1));
+    let total: u64 = awake.iter().map(|a| work(a.vertex)).sum();
+    let mut ranges = Vec::with_capacity(count);
+    let (mut start, mut done) = (0, 0u64);
+    for (i, a) in awake.iter().enumerate() {
+        done += work(a.vertex);
+        let cut = done * count as u64 >= total * (ranges.len() as u64 + 1);
+        if cut && ranges.len() + 1 < count && i + 1 < awake.len() {
+            ranges.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    ranges.push(start..awake.len());
+    ranges
 }
 
 /// The disjoint pieces of `values` the chunks write: from each chunk's first vertex up to the
@@ -224,63 +238,95 @@ fn compute_superstep<P: PregelProgram>(
     awake: &[Awake],
     values: &mut [P::Value],
 ) -> Vec<ChunkOut<P::Msg>> {
-    let ranges = chunks(awake.len(), step.split);
+    let in_csr = step.in_edges.then(|| step.adj.in_csr());
+    let work = |v| 1 + step.adj.out.degree(v) + in_csr.map_or(0, |c| c.degree(v));
+    let ranges = chunks(awake, work, step.split);
     let firsts: Vec<usize> = ranges.iter().map(|r| awake[r.start].vertex as usize).collect();
     let pieces = value_pieces(values, &firsts);
     ranges.into_par_iter().zip(pieces).with_max_len(1).map(|(r, piece)| compute_chunk(step, &awake[r], piece)).collect()
 }
 
-/// The order that sorts `targets` by target, stably (so in sending order per target).
-fn order_by_target(targets: &[u32], range: usize) -> Vec<usize> {
-    if targets.len() * 8 < range {
-        let mut order: Vec<usize> = (0..targets.len()).collect();
-        order.sort_by_key(|&i| targets[i]);
-        return order;
+/// Builds one bucket of the inbox from what the chunks sent it, taken in chunk order: a
+/// target's messages stay in sending order, then the combiner folds them into the first one.
+fn build_bucket<P: PregelProgram>(program: &P, pieces: Vec<Outgoing<P::Msg>>, range: usize) -> Bucket<P::Msg> {
+    let total: usize = pieces.iter().map(|p| p.targets.len()).sum();
+    let mut bucket =
+        if total * 8 < range { sorted_bucket(pieces, total) } else { counted_bucket(pieces, total, range) };
+    if program.has_combiner() {
+        combine_in_place(program, &mut bucket);
     }
-    let mut starts = vec![0usize; range + 1];
-    for &t in targets {
-        starts[t as usize + 1] += 1;
-    }
-    for i in 1..=range {
-        starts[i] += starts[i - 1];
-    }
-    let mut order = vec![0usize; targets.len()];
-    for (i, &t) in targets.iter().enumerate() {
-        order[starts[t as usize]] = i;
-        starts[t as usize] += 1;
-    }
-    order
+    bucket
 }
 
-/// Builds one bucket of the inbox from what the chunks sent it, in chunk order; a target's
-/// messages stay in sending order, folded into its first one by the combiner when it has one.
-fn build_bucket<P: PregelProgram>(program: &P, pieces: Vec<Outgoing<P::Msg>>, range: usize) -> Bucket<P::Msg> {
-    let total = pieces.iter().map(|p| p.targets.len()).sum();
-    let (mut targets, mut msgs) = (Vec::with_capacity(total), Vec::with_capacity(total));
+/// Few messages for the bucket's range: a stable sort of the messages by target.
+fn sorted_bucket<M>(pieces: Vec<Outgoing<M>>, total: usize) -> Bucket<M> {
+    let mut sent: Vec<(u32, M)> = Vec::with_capacity(total);
     for piece in pieces {
-        targets.extend_from_slice(&piece.targets);
-        msgs.extend(piece.msgs);
+        sent.extend(piece.targets.into_iter().zip(piece.msgs));
     }
-    let order = order_by_target(&targets, range);
-    let combiner = program.has_combiner();
+    sent.sort_by_key(|s| s.0);
     let mut bucket = Bucket { targets: Vec::new(), ends: Vec::new(), msgs: Vec::with_capacity(total) };
-    let mut start = 0;
-    for i in order {
-        let (t, m) = (targets[i], &msgs[i]);
+    for (t, m) in sent {
         if bucket.targets.last() != Some(&t) {
-            start = bucket.msgs.len();
             bucket.targets.push(t);
-            bucket.ends.push(start);
-        } else if combiner {
-            if let Some(folded) = program.combine(&bucket.msgs[start], m) {
-                bucket.msgs[start] = folded;
-                continue;
-            }
+            bucket.ends.push(0);
         }
-        bucket.msgs.push(m.clone());
+        bucket.msgs.push(m);
         *bucket.ends.last_mut().expect("a target") = bucket.msgs.len();
     }
     bucket
+}
+
+/// Many messages for the bucket's range: a counting sort that moves each message once, straight
+/// from the chunk's buffer to its place.
+fn counted_bucket<M>(pieces: Vec<Outgoing<M>>, total: usize, range: usize) -> Bucket<M> {
+    let mut starts = vec![0usize; range + 1];
+    for &t in pieces.iter().flat_map(|p| &p.targets) {
+        starts[t as usize + 1] += 1;
+    }
+    let mut bucket = Bucket { targets: Vec::new(), ends: Vec::new(), msgs: Vec::with_capacity(total) };
+    for t in 0..range {
+        if starts[t + 1] > 0 {
+            bucket.targets.push(t as u32);
+        }
+        starts[t + 1] += starts[t];
+        if starts[t + 1] > starts[t] {
+            bucket.ends.push(starts[t + 1]);
+        }
+    }
+    let slots = &mut bucket.msgs.spare_capacity_mut()[..total];
+    for piece in pieces {
+        for (t, m) in piece.targets.into_iter().zip(piece.msgs) {
+            slots[starts[t as usize]].write(m);
+            starts[t as usize] += 1;
+        }
+    }
+    // SAFETY: `starts` counted exactly these messages, so the positions 0..total were each
+    // written once above.
+    unsafe { bucket.msgs.set_len(total) };
+    bucket
+}
+
+/// Folds each target's messages, in order, into its first one wherever the combiner folds
+/// them (a message it does not fold stays, after the first), as the sequential engine did.
+fn combine_in_place<P: PregelProgram>(program: &P, bucket: &mut Bucket<P::Msg>) {
+    let mut sent = std::mem::take(&mut bucket.msgs).into_iter();
+    let (mut msgs, mut previous_end) = (Vec::with_capacity(sent.len()), 0);
+    for end in bucket.ends.iter_mut() {
+        let first = msgs.len();
+        for (k, m) in sent.by_ref().take(*end - previous_end).enumerate() {
+            if k > 0 {
+                if let Some(folded) = program.combine(&msgs[first], &m) {
+                    msgs[first] = folded;
+                    continue;
+                }
+            }
+            msgs.push(m);
+        }
+        previous_end = *end;
+        *end = msgs.len();
+    }
+    bucket.msgs = msgs;
 }
 
 /// The next inbox: the chunks' messages, bucket by bucket in parallel.
@@ -340,7 +386,8 @@ fn fold_aggregates<P: PregelProgram>(program: &P, outs: &[ChunkOut<P::Msg>]) -> 
 }
 
 /// Bytes of state per vertex (value, awake entry, a running id, an inbox target and end) and
-/// per message (a chunk's target and message, the bucket's sort order, the placed message),
+/// per message (a chunk's target and message, the placed message, 8 bytes of slack for the
+/// buffers' growth, a sparse bucket's sort or a combiner's copy),
 /// with one message per loaded arc.
 pub(super) fn budget<P: PregelProgram>() -> (u64, u64) {
     let size = std::mem::size_of::<Awake>() + 8 + 4 + 8;
