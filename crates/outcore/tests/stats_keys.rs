@@ -48,7 +48,7 @@ const COMMON: &[&str] = &[
 
 const IN_MEMORY: &[&str] = &[".per_iteration[].applied:int", ".per_iteration[].push_tasks:int"];
 
-const IN_MEMORY_PREGEL: &[&str] = &[".per_iteration[].messages:int"];
+const IN_MEMORY_PREGEL: &[&str] = &[".per_iteration[].messages:int", ".per_iteration[].threads:int"];
 
 const STREAM: &[&str] = &[
     ".per_iteration[].active_edges:int",

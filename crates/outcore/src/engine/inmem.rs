@@ -46,7 +46,9 @@
 //! slots, each folded with `aggregate` in vertex order, 0 when nobody contributed) are
 //! `previous_aggregates()` in `s + 1`. The run stops when every vertex has halted and no message
 //! is in flight, after `max_supersteps()`, or when `end_superstep_aggregates(s, aggregates)`
-//! returns [`Control::Stop`].
+//! returns [`Control::Stop`]. Supersteps run their awake vertices in parallel chunks and build
+//! the next inbox as a CSR in sender order, so the results are those of a run one vertex after
+//! another (see `inmem/pregel.rs`).
 //!
 //! Before loading anything the engine checks its estimate of the memory it needs against the
 //! budget and fails with [`Error::MemoryBudget`] when the graph does not fit.
@@ -55,17 +57,17 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{
-    Delivery, InMemoryIteration, InMemoryPregelIteration, IterationFigures, IterationStats, Runner, PULL_DIVISOR,
-};
+use super::{Delivery, InMemoryIteration, IterationFigures, IterationStats, Runner, PULL_DIVISOR};
 use crate::error::{Error, Result};
 use crate::program::{
-    add_global_sums, global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext,
-    PregelContext, PregelProgram, VertexProgram,
+    add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
 };
 use crate::runtime::{format_size, ProgressUnit};
 use crate::store::{Direction, InMemoryCsr, Store};
 use crate::VertexId;
+
+mod pregel;
+pub use pregel::run_pregel;
 
 /// Bytes one loaded CSR layout takes in memory (targets decoded to u64, weights as f64).
 /// Which layouts a run loads: the in-arcs too or not, and the weights or not.
@@ -779,64 +781,6 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     Ok(values)
 }
 
-/// What one vertex's `compute` sees in the in-memory engine.
-struct Context<'a, P: PregelProgram> {
-    program: &'a P,
-    vertex: VertexId,
-    superstep: usize,
-    graph: &'a GraphInfo,
-    out_neighbors: &'a [VertexId],
-    out_weights: &'a [f64],
-    in_neighbors: &'a [VertexId],
-    outbox: &'a mut Vec<Vec<P::Msg>>,
-    messages_sent: &'a mut u64,
-    halted: bool,
-    aggregates: &'a mut Aggregates,
-    previous_aggregates: &'a [f64],
-}
-
-impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
-    fn vertex(&self) -> VertexId {
-        self.vertex
-    }
-    fn superstep(&self) -> usize {
-        self.superstep
-    }
-    fn graph(&self) -> &GraphInfo {
-        self.graph
-    }
-    fn out_neighbors(&self) -> &[VertexId] {
-        self.out_neighbors
-    }
-    fn out_weights(&self) -> &[f64] {
-        self.out_weights
-    }
-    fn in_neighbors(&self) -> &[VertexId] {
-        self.in_neighbors
-    }
-    fn send(&mut self, target: VertexId, message: P::Msg) {
-        assert!(target < self.graph.num_vertices, "message sent to vertex {target}, which does not exist");
-        *self.messages_sent += 1;
-        let inbox = &mut self.outbox[target as usize];
-        if self.program.has_combiner() && !inbox.is_empty() {
-            if let Some(folded) = self.program.combine(&inbox[0], &message) {
-                inbox[0] = folded;
-                return;
-            }
-        }
-        inbox.push(message);
-    }
-    fn vote_to_halt(&mut self) {
-        self.halted = true;
-    }
-    fn aggregate_at(&mut self, slot: usize, value: f64) {
-        self.aggregates.add(slot, value, |a, b| self.program.aggregate(a, b));
-    }
-    fn previous_aggregates(&self) -> &[f64] {
-        self.previous_aggregates
-    }
-}
-
 /// Runs a neighborhood query on the whole graph in memory (`nwsm::query::run_in_memory`, the
 /// oracle of the nwsm engine): both layouts plus the full lists (4 bytes per arc) and an output
 /// and a gathered value per vertex.
@@ -862,88 +806,15 @@ pub fn run_neighborhood_query<Q: super::nwsm::NeighborhoodQuery>(
     Ok(result)
 }
 
-/// Runs a Pregel program to completion; values in dense-id order.
-pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
-    let in_edges = program.needs_in_edges();
-    let per_vertex = (std::mem::size_of::<P::Value>() + 2 * std::mem::size_of::<Vec<P::Msg>>() + 1) as u64;
-    let per_arc = std::mem::size_of::<P::Msg>() as u64;
-    let load = Load { in_edges, weights: program.uses_weights() };
-    check_budget(runner, needed_bytes(runner.store(), load, per_vertex, per_arc))?;
-    let info = runner.graph_info();
-    let adj = Adjacency::load(runner.store(), load)?;
-    let n = info.num_vertices as usize;
-
-    let mut values: Vec<P::Value> = (0..n as u64).map(|v| program.init(v, &info)).collect();
-    let mut halted = vec![false; n];
-    let mut inbox: Vec<Vec<P::Msg>> = vec![Vec::new(); n];
-    let mut previous = Aggregates::new(program.aggregate_width());
-    let bar = runner.progress().start(
-        "supersteps (inmem)",
-        program.max_supersteps().map(|m| m as u64),
-        ProgressUnit::Iterations,
-    );
-    let mut superstep = 0;
-    loop {
-        runner.cancel_token().check()?;
-        let awake: Vec<bool> = (0..n).map(|v| !halted[v] || !inbox[v].is_empty()).collect();
-        let active_vertices = awake.iter().filter(|&&a| a).count() as u64;
-        if active_vertices == 0 || program.max_supersteps().is_some_and(|max| superstep >= max) {
-            break;
-        }
-        let started = Instant::now();
-        let mut outbox: Vec<Vec<P::Msg>> = vec![Vec::new(); n];
-        let mut aggregates = Aggregates::new(program.aggregate_width());
-        let (mut messages_sent, mut edges_processed) = (0u64, 0u64);
-        for v in (0..n).filter(|&v| awake[v]) {
-            let messages = std::mem::take(&mut inbox[v]);
-            let in_neighbors: &[VertexId] = if in_edges { adj.in_csr().neighbors(v as u64) } else { &[] };
-            let mut ctx = Context {
-                program,
-                vertex: v as u64,
-                superstep,
-                graph: &info,
-                out_neighbors: adj.out.neighbors(v as u64),
-                out_weights: adj.weights(&adj.out, v as u64),
-                in_neighbors,
-                outbox: &mut outbox,
-                messages_sent: &mut messages_sent,
-                halted: false,
-                aggregates: &mut aggregates,
-                previous_aggregates: previous.values(),
-            };
-            program.compute(&mut ctx, &mut values[v], &messages);
-            halted[v] = ctx.halted;
-            edges_processed += (ctx.out_neighbors.len() + in_neighbors.len()) as u64;
-        }
-        inbox = outbox;
-        previous = aggregates;
-        runner.record_iteration(IterationStats {
-            iteration: superstep,
-            active_vertices,
-            edges_processed,
-            seconds: started.elapsed().as_secs_f64(),
-            figures: IterationFigures::InMemoryPregel(InMemoryPregelIteration { messages: messages_sent as u64 }),
-            ..IterationStats::default()
-        });
-        bar.inc(1);
-        superstep += 1;
-        if program.end_superstep_aggregates(superstep - 1, previous.values()) == Control::Stop {
-            break;
-        }
-    }
-    bar.finish();
-    Ok(values)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::{EngineKind, RunOptions};
-    use crate::program::MessageKind;
+    use crate::program::{GraphInfo, MessageKind, PregelContext, PregelProgram};
     use crate::runtime::MemoryBudget;
     use crate::store::{build_in_memory, InMemoryGraph, OriginalIds};
 
-    fn with_graph<T>(n: u64, edges: &[(usize, usize)], directed: bool, f: impl FnOnce(&Runner) -> T) -> T {
+    pub(super) fn with_graph<T>(n: u64, edges: &[(usize, usize)], directed: bool, f: impl FnOnce(&Runner) -> T) -> T {
         let dir = tempfile::tempdir().unwrap();
         let graph = InMemoryGraph {
             vertices: OriginalIds::U64((0..n).collect()),

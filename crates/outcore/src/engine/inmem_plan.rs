@@ -43,7 +43,12 @@ impl Engine for InMemoryEngine {
         // run_neighborhood_query charge it.
         let (mut layouts, per_vertex, per_arc) = match shape.form {
             ProgramForm::Vertex => (shape.layouts(graph.directed), shape.value_bytes + shape.msg_bytes + 18, 0),
-            ProgramForm::Pregel => (shape.layouts(graph.directed), shape.value_bytes + 2 * 24 + 1, shape.msg_bytes),
+            // Pregel: a message per loaded arc, each held by its sender's chunk and placed in
+            // the inbox (inmem/pregel.rs `budget`).
+            ProgramForm::Pregel => {
+                let layouts = shape.layouts(graph.directed);
+                (layouts, shape.value_bytes + 44, layouts * (12 + 2 * shape.msg_bytes))
+            }
             ProgramForm::Neighborhood => (if graph.directed { 2 } else { 1 }, shape.value_bytes + 32, 4),
             ProgramForm::EdgePass => unreachable!("planned above"),
         };

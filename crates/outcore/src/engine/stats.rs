@@ -131,6 +131,8 @@ pub struct InMemoryIteration {
 pub struct InMemoryPregelIteration {
     /// Messages sent in the superstep.
     pub messages: u64,
+    /// Rayon threads that computed at least one chunk of the superstep's vertices.
+    pub threads: u64,
 }
 
 /// A vertex program's iteration on stream.
