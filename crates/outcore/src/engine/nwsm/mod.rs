@@ -116,7 +116,8 @@ impl Default for NwsmOptions {
 /// few records is here: page frames, adjacency windows, gather buffers, the vertex-of-interest
 /// bitmap, spill write buffers and, with more than one rank, what is in flight between ranks
 /// (page replies, update batches under credit flow control, output shares).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct MemoryPlan {
     pub q: usize,
     /// Bytes of the whole budget kept for per-vertex columns (degree and output).
