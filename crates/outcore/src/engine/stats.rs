@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
-use serde::ser::{Impossible, SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::nwsm::gather::GatherStats;
 use super::nwsm::MemoryPlan as NwsmMemoryPlan;
 use super::planner;
 use super::pregel::partition::Naming;
@@ -344,18 +344,9 @@ pub struct NwsmQuery {
     pub update_credit_waits: u64,
     /// Bytes the plan charged: resident part plus every rank's share.
     pub memory_charged_bytes: u64,
-    /// Updates sent to gather tasks.
-    pub updates_sent: u64,
-    /// Of those, to other ranks.
-    pub updates_to_other_ranks: u64,
-    /// Updates gathered in memory.
-    pub updates_gathered_in_memory: u64,
-    /// Updates spilled to range files.
-    pub updates_spilled: u64,
-    /// Bytes of spill files written.
-    pub spill_bytes_written: u64,
-    /// Bytes of spill files read.
-    pub spill_bytes_read: u64,
+    /// The gather counters, summed over the ranks, as keys of the query.
+    #[serde(flatten)]
+    pub gather: GatherStats,
     /// Pages read ahead for the next level-1 window.
     pub prefetched_pages: u64,
     /// Seconds the read-ahead thread read.
@@ -366,8 +357,6 @@ pub struct NwsmQuery {
     pub busy_compute_seconds: f64,
     /// Seconds of transport sends and receives.
     pub busy_network_seconds: f64,
-    /// Seconds of gathering updates.
-    pub busy_gather_seconds: f64,
     /// Seconds of applying gathered values.
     pub busy_apply_seconds: f64,
     /// Seconds from the first scatter to the last apply.
@@ -733,102 +722,24 @@ fn intern(name: String) -> &'static str {
 }
 
 fn nwsm_prefixed<S: Serializer>(query: &Option<NwsmQuery>, serializer: S) -> Result<S::Ok, S::Error> {
-    match query {
-        Some(query) => query.serialize(Prefixed { prefix: "nwsm_", inner: serializer }),
-        None => serializer.serialize_unit(),
-    }
-}
-
-/// Serialises a struct as a map whose keys are its field names behind `prefix`; inside a
-/// flattened field, the entries join the enclosing map. Only structs are accepted.
-struct Prefixed<S> {
-    prefix: &'static str,
-    inner: S,
-}
-
-struct PrefixedStruct<M> {
-    prefix: &'static str,
-    map: M,
-}
-
-impl<M: SerializeMap> SerializeStruct for PrefixedStruct<M> {
-    type Ok = M::Ok;
-    type Error = M::Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), M::Error> {
-        self.map.serialize_entry(&format!("{}{key}", self.prefix), value)
-    }
-
-    fn end(self) -> Result<M::Ok, M::Error> {
-        self.map.end()
-    }
-}
-
-macro_rules! not_a_struct {
-    ($($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<$ret, S::Error> {
-            Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-        })*
+    let Some(query) = query else { return serializer.serialize_unit() };
+    let Value::Object(keys) = serde_json::to_value(query).map_err(serde::ser::Error::custom)? else {
+        return Err(serde::ser::Error::custom("a query's figures are a struct"));
     };
+    serializer.collect_map(keys.iter().map(|(key, value)| (format!("nwsm_{key}"), value)))
 }
 
-impl<S: Serializer> Serializer for Prefixed<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    type SerializeSeq = Impossible<S::Ok, S::Error>;
-    type SerializeTuple = Impossible<S::Ok, S::Error>;
-    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
-    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
-    type SerializeMap = Impossible<S::Ok, S::Error>;
-    type SerializeStruct = PrefixedStruct<S::SerializeMap>;
-    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+/// Writes a [`Duration`] as its seconds, as the figures write times (`with` of a field).
+pub(crate) mod seconds {
+    use std::time::Duration;
 
-    fn serialize_struct(self, _: &'static str, len: usize) -> Result<Self::SerializeStruct, S::Error> {
-        Ok(PrefixedStruct { prefix: self.prefix, map: self.inner.serialize_map(Some(len))? })
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(time: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(time.as_secs_f64())
     }
 
-    not_a_struct! {
-        serialize_bool(bool) -> S::Ok;
-        serialize_i8(i8) -> S::Ok;
-        serialize_i16(i16) -> S::Ok;
-        serialize_i32(i32) -> S::Ok;
-        serialize_i64(i64) -> S::Ok;
-        serialize_u8(u8) -> S::Ok;
-        serialize_u16(u16) -> S::Ok;
-        serialize_u32(u32) -> S::Ok;
-        serialize_u64(u64) -> S::Ok;
-        serialize_f32(f32) -> S::Ok;
-        serialize_f64(f64) -> S::Ok;
-        serialize_char(char) -> S::Ok;
-        serialize_str(&str) -> S::Ok;
-        serialize_bytes(&[u8]) -> S::Ok;
-        serialize_none() -> S::Ok;
-        serialize_unit() -> S::Ok;
-        serialize_unit_struct(&'static str) -> S::Ok;
-        serialize_unit_variant(&'static str, u32, &'static str) -> S::Ok;
-        serialize_seq(Option<usize>) -> Self::SerializeSeq;
-        serialize_tuple(usize) -> Self::SerializeTuple;
-        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
-        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant;
-        serialize_map(Option<usize>) -> Self::SerializeMap;
-        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
-    }
-
-    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-    }
-
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-    }
-
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        Ok(Duration::try_from_secs_f64(f64::deserialize(deserializer)?).unwrap_or_default())
     }
 }
