@@ -15,7 +15,8 @@ use std::process::Command;
 
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
-use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::engine::shards::StepKind;
+use outcore::engine::{EngineKind, RunOptions, RunStats, Runner, ShardsIteration};
 use outcore::generate::{generate_into_store, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{format_size, CancelToken, MemoryBudget};
@@ -130,33 +131,30 @@ fn child(args: &ShardsBenchArgs, algorithm: &str, policy: &str, stats_path: &std
 struct Measured {
     algorithm: String,
     policy: String,
-    stats: serde_json::Value,
+    child: super::ChildStats,
 }
 
 impl Measured {
-    fn number(&self, key: &str) -> f64 {
-        self.stats[key].as_f64().unwrap_or(0.0)
+    fn stats(&self) -> &RunStats {
+        &self.child.stats
     }
 
     fn moved(&self) -> f64 {
-        self.number("bytes_read") + self.number("bytes_written")
+        (self.stats().bytes_read + self.stats().bytes_written) as f64
     }
 
-    /// Sum of a per-iteration figure, over all iterations or the shadow ones.
-    fn per_iteration(&self, key: &str, shadow_only: bool) -> f64 {
-        self.stats["per_iteration"]
-            .as_array()
-            .map(|its| {
-                its.iter()
-                    .filter(|i| !shadow_only || i["kind"] == "shadow")
-                    .map(|i| i[key].as_f64().unwrap_or(0.0))
-                    .sum()
-            })
-            .unwrap_or(0.0)
+    fn iterations(&self) -> f64 {
+        self.stats().iterations as f64
+    }
+
+    /// Sum of a per-iteration figure of the shard steps, over all of them or the shadow ones.
+    fn per_iteration(&self, figure: fn(&ShardsIteration) -> u64, shadow_only: bool) -> f64 {
+        let steps = self.stats().per_iteration.iter().filter_map(|i| i.figures.shards());
+        steps.filter(|s| !shadow_only || s.kind == StepKind::Shadow).map(|s| figure(s) as f64).sum()
     }
 
     fn utilisation(&self) -> f64 {
-        self.per_iteration("dirty_edges", false) / self.per_iteration("edges_loaded", false).max(1.0)
+        self.per_iteration(|s| s.dirty_edges, false) / self.per_iteration(|s| s.edges_loaded, false).max(1.0)
     }
 }
 
@@ -238,29 +236,31 @@ fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
             if !status.success() {
                 anyhow::bail!("the {algorithm} run with --dynamic {policy} failed ({status})");
             }
-            let stats = serde_json::from_slice(&std::fs::read(&stats_path)?)?;
-            let run = Measured { algorithm: algorithm.clone(), policy, stats };
-            let rss = run.number("peak_rss_bytes") as u64;
+            let run = Measured { algorithm: algorithm.clone(), policy, child: super::ChildStats::read(&stats_path)? };
+            let rss = run.stats().peak_rss_bytes;
+            type Figure = fn(&ShardsIteration) -> u64;
             let by_kind =
-                |a: &str, b: &str| format_size((run.per_iteration(a, false) + run.per_iteration(b, false)) as u64);
-            let shadow_bytes: f64 =
-                ["static_bytes_read", "static_bytes_written", "dynamic_bytes_read", "dynamic_bytes_written"]
-                    .iter()
-                    .map(|k| run.per_iteration(k, true))
-                    .sum();
+                |a: Figure, b: Figure| format_size((run.per_iteration(a, false) + run.per_iteration(b, false)) as u64);
+            let moved: [Figure; 4] = [
+                |s| s.static_bytes_read,
+                |s| s.static_bytes_written,
+                |s| s.dynamic_bytes_read,
+                |s| s.dynamic_bytes_written,
+            ];
+            let shadow_bytes: f64 = moved.iter().map(|&f| run.per_iteration(f, true)).sum();
             println!(
                 "{:<9} {:<10} {:>6} {:>6} {:>12} {:>11} {:>11} {:>11} {:>6.3} {:>8.2} {:>8.2} {:>10} {:>6}",
                 run.algorithm,
                 run.policy,
-                run.number("iterations"),
-                run.number("shadow_iterations"),
+                run.iterations(),
+                run.stats().figures.shards.as_ref().and_then(|s| s.shadow_iterations).unwrap_or(0),
                 format_size(run.moved() as u64),
-                by_kind("static_bytes_read", "static_bytes_written"),
-                by_kind("dynamic_bytes_read", "dynamic_bytes_written"),
+                by_kind(|s| s.static_bytes_read, |s| s.static_bytes_written),
+                by_kind(|s| s.dynamic_bytes_read, |s| s.dynamic_bytes_written),
                 format_size(shadow_bytes as u64),
                 run.utilisation(),
-                run.number("wall_seconds"),
-                run.stats["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+                run.stats().wall_seconds,
+                run.child.cpu_seconds.unwrap_or(f64::NAN),
                 format_size(rss),
                 if rss <= budget.bytes() + (64 << 20) { "yes" } else { "NO" }
             );
@@ -276,15 +276,15 @@ fn parent(args: &ShardsBenchArgs) -> anyhow::Result<()> {
                 "  {algorithm:<9} off/{:<10}  bytes {:.3}  iterations {:.3}  wall {:.3}",
                 o.policy,
                 off.moved() / o.moved().max(1.0),
-                off.number("iterations") / o.number("iterations").max(1.0),
-                off.number("wall_seconds") / o.number("wall_seconds").max(1e-9)
+                off.iterations() / o.iterations().max(1.0),
+                off.stats().wall_seconds / o.stats().wall_seconds.max(1e-9)
             );
         }
     }
     if let Some(path) = &args.json {
         let all: Vec<serde_json::Value> = runs
             .iter()
-            .map(|r| serde_json::json!({"algorithm": r.algorithm, "policy": r.policy, "stats": r.stats}))
+            .map(|r| serde_json::json!({"algorithm": r.algorithm, "policy": r.policy, "stats": r.child.json}))
             .collect();
         std::fs::write(path, serde_json::to_vec_pretty(&all)?)?;
     }

@@ -173,17 +173,11 @@ pub(crate) fn evict(dir: &Path) {
     }
 }
 
-/// One run's `--stats-json` figures (read back as JSON).
+/// One run's `--stats-json` figures.
 struct Measured {
     algorithm: String,
     schedule: String,
-    stats: serde_json::Value,
-}
-
-impl Measured {
-    fn number(&self, key: &str) -> f64 {
-        self.stats[key].as_f64().unwrap_or(0.0)
-    }
+    child: super::ChildStats,
 }
 
 fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
@@ -249,16 +243,16 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
             if !status.success() {
                 anyhow::bail!("the {algorithm} run under the {schedule} schedule failed ({status})");
             }
-            let stats = serde_json::from_slice(&std::fs::read(&stats_path)?)?;
-            let run = Measured { algorithm: algorithm.clone(), schedule, stats };
-            let (bytes, rss) = (run.number("bytes_read") as u64, run.number("peak_rss_bytes") as u64);
+            let run = Measured { algorithm: algorithm.clone(), schedule, child: super::ChildStats::read(&stats_path)? };
+            let stats = &run.child.stats;
+            let (bytes, rss) = (stats.bytes_read, stats.peak_rss_bytes);
             println!(
                 "{:<10} {:<10} {:>9.2} {:>8.2} {:>6} {:>12} {:>9.2} {:>11} {:>6}",
                 run.algorithm,
                 run.schedule,
-                run.number("wall_seconds"),
-                run.stats["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
-                run.number("iterations"),
+                stats.wall_seconds,
+                run.child.cpu_seconds.unwrap_or(f64::NAN),
+                stats.iterations,
                 format_size(bytes),
                 bytes as f64 / edge_bytes.max(1) as f64,
                 format_size(rss),
@@ -275,9 +269,9 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
             if let Some(o) = find(other) {
                 println!(
                     "  {algorithm:<10} selective/{other:<6} bytes {:.3}  wall {:.3}  cpu {:.3}",
-                    selective.number("bytes_read") / o.number("bytes_read").max(1.0),
-                    selective.number("wall_seconds") / o.number("wall_seconds").max(1e-9),
-                    selective.number("cpu_seconds") / o.number("cpu_seconds").max(1e-9)
+                    selective.child.stats.bytes_read as f64 / (o.child.stats.bytes_read as f64).max(1.0),
+                    selective.child.stats.wall_seconds / o.child.stats.wall_seconds.max(1e-9),
+                    selective.child.cpu_seconds.unwrap_or(0.0) / o.child.cpu_seconds.unwrap_or(0.0).max(1e-9)
                 );
             }
         }
@@ -285,7 +279,7 @@ fn stream_parent(args: &StreamBenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
         let all: Vec<serde_json::Value> = runs
             .iter()
-            .map(|r| serde_json::json!({"algorithm": r.algorithm, "schedule": r.schedule, "stats": r.stats}))
+            .map(|r| serde_json::json!({"algorithm": r.algorithm, "schedule": r.schedule, "stats": r.child.json}))
             .collect();
         std::fs::write(path, serde_json::to_vec_pretty(&all)?)?;
     }

@@ -48,3 +48,26 @@ pub struct StatsFile<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
 }
+
+/// A benchmark child's [`StatsFile`] read back: its typed figures, and the file as written (the
+/// parent's `--json` output repeats it whole).
+pub struct ChildStats {
+    pub stats: outcore::engine::RunStats,
+    /// The child's CPU seconds, user and system.
+    pub cpu_seconds: Option<f64>,
+    pub json: serde_json::Value,
+}
+
+impl ChildStats {
+    pub fn read(path: &std::path::Path) -> anyhow::Result<ChildStats> {
+        #[derive(serde::Deserialize)]
+        struct Figures {
+            #[serde(flatten)]
+            stats: outcore::engine::RunStats,
+            cpu_seconds: Option<f64>,
+        }
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+        let Figures { stats, cpu_seconds } = serde::Deserialize::deserialize(&json)?;
+        Ok(ChildStats { stats, cpu_seconds, json })
+    }
+}

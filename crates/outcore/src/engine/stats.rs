@@ -4,19 +4,26 @@
 //! file: every key an engine writes is a documented field here, and serde writes each struct's
 //! fields flat beside the common ones, as the keys of a stats file have always been.
 //!
-//! Readers in Rust use the fields; readers of the JSON (Python, scripts, `run_report`) read the
-//! keys, which the test `stats_keys.rs` fixes per engine.
+//! Readers in Rust use the fields, `run_report` included: the types read a stats file back
+//! (fields an older file lacks take their defaults). Readers of the JSON (Python, scripts)
+//! read the keys, which the test `stats_keys.rs` fixes per engine.
 
-use serde::ser::{Impossible, SerializeMap, SerializeStruct};
-use serde::{Serialize, Serializer};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::nwsm::gather::GatherStats;
 use super::nwsm::MemoryPlan as NwsmMemoryPlan;
 use super::planner;
 use super::pregel::partition::Naming;
 use super::shards::{DelayedDelivery, DynamicPolicy, ShardValues, StepKind};
 
 /// Figures of one iteration (superstep, or query for nwsm).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IterationStats {
     pub iteration: usize,
     pub active_vertices: u64,
@@ -36,7 +43,7 @@ pub struct IterationStats {
 
 /// Push (active vertices scatter along their arcs) or pull (vertices that want messages scan
 /// their reverse arcs for active sources): Beamer's direction optimisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
     Push,
@@ -100,9 +107,10 @@ variant_accessors! {
 }
 
 /// How an engine read a layout: through the kernel's page cache or around it (`O_DIRECT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadMode {
+    #[default]
     Buffered,
     Direct,
 }
@@ -118,7 +126,8 @@ impl ReadMode {
 }
 
 /// A vertex program's iteration on inmem.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InMemoryIteration {
     /// Vertices whose `apply` ran.
     pub applied: u64,
@@ -127,7 +136,8 @@ pub struct InMemoryIteration {
 }
 
 /// A Pregel program's superstep on inmem.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InMemoryPregelIteration {
     /// Messages sent in the superstep.
     pub messages: u64,
@@ -136,7 +146,8 @@ pub struct InMemoryPregelIteration {
 }
 
 /// A vertex program's iteration on stream.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StreamIteration {
     /// Arcs of the active vertices (summed over the layouts read).
     pub active_edges: u64,
@@ -163,7 +174,8 @@ pub struct StreamIteration {
 }
 
 /// An edge pass (`stream/edge_pass.rs`): one streamed read of csr-out.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EdgePassIteration {
     /// Seconds the compute threads waited for buffers.
     pub io_wait_seconds: f64,
@@ -176,7 +188,8 @@ pub struct EdgePassIteration {
 }
 
 /// A vertex program's iteration on cache (counters over the iteration only).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CacheIteration {
     /// Distinct pages per batch found in the page cache.
     pub page_cache_hits: u64,
@@ -193,7 +206,8 @@ pub struct CacheIteration {
 }
 
 /// A step of shards with values on disk (PSW over static and dynamic shards).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ShardsIteration {
     /// The shards the step loaded.
     pub kind: StepKind,
@@ -236,7 +250,8 @@ pub struct ShardsIteration {
 }
 
 /// A step of shards with values in memory (static shards, read once a step).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ShardsMemoryIteration {
     /// Always `static`.
     pub kind: StepKind,
@@ -253,7 +268,8 @@ pub struct ShardsMemoryIteration {
 }
 
 /// A superstep of pregel: this rank's figures unless named for all ranks.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PregelIteration {
     /// Messages this rank sent.
     pub messages_sent: u64,
@@ -275,7 +291,8 @@ pub struct PregelIteration {
 
 /// One neighborhood query on nwsm, summed over the ranks. The run repeats the last query's
 /// figures with the prefix `nwsm_` ([`RunFigures::nwsm`]).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NwsmQuery {
     /// The `bbp-P-Q` layout read.
     pub layout: String,
@@ -329,18 +346,9 @@ pub struct NwsmQuery {
     pub update_credit_waits: u64,
     /// Bytes the plan charged: resident part plus every rank's share.
     pub memory_charged_bytes: u64,
-    /// Updates sent to gather tasks.
-    pub updates_sent: u64,
-    /// Of those, to other ranks.
-    pub updates_to_other_ranks: u64,
-    /// Updates gathered in memory.
-    pub updates_gathered_in_memory: u64,
-    /// Updates spilled to range files.
-    pub updates_spilled: u64,
-    /// Bytes of spill files written.
-    pub spill_bytes_written: u64,
-    /// Bytes of spill files read.
-    pub spill_bytes_read: u64,
+    /// The gather counters, summed over the ranks, as keys of the query.
+    #[serde(flatten)]
+    pub gather: GatherStats,
     /// Pages read ahead for the next level-1 window.
     pub prefetched_pages: u64,
     /// Seconds the read-ahead thread read.
@@ -351,8 +359,6 @@ pub struct NwsmQuery {
     pub busy_compute_seconds: f64,
     /// Seconds of transport sends and receives.
     pub busy_network_seconds: f64,
-    /// Seconds of gathering updates.
-    pub busy_gather_seconds: f64,
     /// Seconds of applying gathered values.
     pub busy_apply_seconds: f64,
     /// Seconds from the first scatter to the last apply.
@@ -362,7 +368,8 @@ pub struct NwsmQuery {
 }
 
 /// Figures of a whole run, written by `--stats-json`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunStats {
     pub algorithm: String,
     pub engine: String,
@@ -381,7 +388,8 @@ pub struct RunStats {
     pub bytes_verified: u64,
     pub peak_rss_bytes: u64,
     /// The plan of the engine that ran (memory by part, expected bytes and seconds).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Not read back: `run_report` reads the plan's figures itself.
+    #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub plan: Option<planner::Plan>,
     pub per_iteration: Vec<IterationStats>,
     /// The engines' run-level figures, written as keys of the run beside the ones above.
@@ -392,7 +400,7 @@ pub struct RunStats {
 /// The run-level figures, one section per engine or kind of program run (several when a run
 /// mixes them: cache runs edge passes as stream does). A section is absent (no keys) until
 /// its engine records it; a later program run of the same engine replaces it.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunFigures {
     /// Stream's set-up for its vertex programs: the `stream` object.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -413,7 +421,7 @@ pub struct RunFigures {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pregel_resumed_at_superstep: Option<u64>,
     /// The last nwsm query's figures, as keys of the run prefixed `nwsm_`.
-    #[serde(flatten, serialize_with = "nwsm_prefixed")]
+    #[serde(flatten, serialize_with = "nwsm_prefixed", deserialize_with = "nwsm_unprefixed")]
     pub nwsm: Option<NwsmQuery>,
     /// Passes of multi-source SSSP (one per group of sources that fits the budget).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -421,22 +429,28 @@ pub struct RunFigures {
 }
 
 /// Stream's set-up of a vertex program run (`stream/run.rs`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StreamRun {
     /// The scheduler (`selective`, `full`, `block`).
-    pub schedule: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub schedule: Name,
     /// The I/O option asked for (`auto`, `direct`, `buffered`).
-    pub io: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub io: Name,
     /// Whether the layouts' files support `O_DIRECT`.
     pub direct_io_supported: bool,
     /// The gap rule's threshold l in bytes.
     pub gap_threshold_bytes: u64,
     /// Where l came from (calibration file, option, default).
-    pub gap_threshold_source: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub gap_threshold_source: Name,
     /// The layouts pushed from.
-    pub layouts: Vec<&'static str>,
+    #[serde(deserialize_with = "static_names")]
+    pub layouts: Vec<Name>,
     /// The layout pulled from, if the program has a pull form and it fits (else null).
-    pub pull_layout: Option<&'static str>,
+    #[serde(deserialize_with = "static_name_or_null")]
+    pub pull_layout: Option<Name>,
     /// Bytes of all layouts' edge files.
     pub edge_file_bytes: u64,
     /// Bytes of vertex state planned.
@@ -456,7 +470,8 @@ pub struct StreamRun {
 }
 
 /// An edge pass's set-up (`stream/edge_pass.rs`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EdgePassRun {
     /// How csr-out was read.
     pub io: ReadMode,
@@ -476,14 +491,15 @@ pub struct EdgePassRun {
 
 /// Cache's set-up and its counters since the engine was created (cumulative over the program
 /// runs of the algorithm).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CacheRun {
     /// Bytes per page.
     pub cache_page_size: u64,
     /// Share of the cache memory given to the static cache.
     pub cache_static_share: f64,
     /// How the static cache is filled (`gvs`, `highd`, `lowd`, `random`, `none`).
-    pub cache_selection: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub cache_selection: Name,
     /// GVS rounds K.
     pub cache_gvs_rounds: u64,
     /// Bytes of cache memory (static cache plus frames).
@@ -497,7 +513,8 @@ pub struct CacheRun {
     /// Bytes the static cache may hold.
     pub static_cache_budget_bytes: u64,
     /// How pages are read (`direct` or `buffered`, `fadvise(DONTNEED)`).
-    pub cache_io_mode: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub cache_io_mode: Name,
     /// Frames of the page cache.
     pub page_cache_frames: u64,
     /// Bytes of the page cache's frames.
@@ -538,10 +555,11 @@ pub struct CacheRun {
 }
 
 /// Where a static cache selection came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CacheSelection {
     /// `computed` or `loaded from the store`.
-    pub selection_source: &'static str,
+    #[serde(deserialize_with = "static_name")]
+    pub selection_source: Name,
     /// Seconds to compute or load it.
     pub selection_seconds: f64,
     /// Bytes read to compute it (absent when loaded).
@@ -550,7 +568,7 @@ pub struct CacheSelection {
 }
 
 /// The static cache as loaded.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StaticCacheLoad {
     /// Vertices whose lists it holds.
     pub static_cache_vertices: u64,
@@ -565,7 +583,7 @@ pub struct StaticCacheLoad {
 }
 
 /// Shards' configuration of a run, and its totals once it ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardsRun {
     /// Shards of the layout (P).
     pub shards: u64,
@@ -589,7 +607,7 @@ pub struct ShardsRun {
 }
 
 /// The memory of shards' values-in-memory mode.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardsMemorySizing {
     /// Bytes of values, messages, flags and one shard's topology.
     pub shards_values_bytes: u64,
@@ -600,7 +618,7 @@ pub struct ShardsMemorySizing {
 }
 
 /// The pregel job, as rank 0 (or this rank, under mpirun) saw it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PregelRun {
     /// This process's rank.
     pub rank: u64,
@@ -617,7 +635,7 @@ pub struct PregelRun {
 }
 
 /// One rank's figures for the whole pregel job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PregelRankFigures {
     pub rank: u64,
     pub peak_rss_bytes: u64,
@@ -629,103 +647,101 @@ pub struct PregelRankFigures {
     pub vertices: u64,
 }
 
+impl<'de> Deserialize<'de> for IterationFigures {
+    /// Written untagged; read back as the first variant (most specific first) whose own key
+    /// the iteration has, or `None` when it has none of them.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use IterationFigures as F;
+        let keys = Map::deserialize(deserializer)?;
+        let has = |key: &str| keys.contains_key(key);
+        let figures = Value::Object(keys.clone());
+        Ok(if has("layout") {
+            F::Nwsm(from_value(figures)?)
+        } else if has("messages_sent") {
+            F::Pregel(from_value(figures)?)
+        } else if has("dynamic_bytes_read") {
+            F::Shards(from_value(figures)?)
+        } else if has("shards_values") {
+            F::ShardsMemory(from_value(figures)?)
+        } else if has("page_cache_hits") {
+            F::Cache(from_value(figures)?)
+        } else if has("dense") {
+            F::Stream(from_value(figures)?)
+        } else if has("compute_seconds") {
+            F::EdgePass(from_value(figures)?)
+        } else if has("applied") {
+            F::InMemory(from_value(figures)?)
+        } else if has("messages") {
+            F::InMemoryPregel(from_value(figures)?)
+        } else {
+            F::None
+        })
+    }
+}
+
+fn from_value<T: DeserializeOwned, E: serde::de::Error>(value: Value) -> Result<T, E> {
+    T::deserialize(value).map_err(E::custom)
+}
+
+/// Reads the run's keys prefixed `nwsm_` back into the last query's figures.
+fn nwsm_unprefixed<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<NwsmQuery>, D::Error> {
+    let keys = Map::deserialize(deserializer)?;
+    let query: Map<String, Value> =
+        keys.into_iter().filter_map(|(key, value)| Some((key.strip_prefix("nwsm_")?.to_string(), value))).collect();
+    if query.is_empty() {
+        return Ok(None);
+    }
+    from_value(Value::Object(query)).map(Some)
+}
+
+/// Reads a name the engines write from a `&'static str` (a schedule, a layout). Each distinct
+/// name is kept once for the life of the process, as the engines' own names are.
+/// A name an engine writes. The alias keeps serde from borrowing it from the input (it would
+/// for `&str`): a name read back is [interned](intern).
+pub type Name = &'static str;
+
+fn static_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<&'static str, D::Error> {
+    Ok(intern(String::deserialize(deserializer)?))
+}
+
+fn static_names<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<&'static str>, D::Error> {
+    Ok(Vec::<String>::deserialize(deserializer)?.into_iter().map(intern).collect())
+}
+
+fn static_name_or_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'static str>, D::Error> {
+    Ok(Option::<String>::deserialize(deserializer)?.map(intern))
+}
+
+fn intern(name: String) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&known) = names.get(name.as_str()) {
+        return known;
+    }
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(name);
+    name
+}
+
 fn nwsm_prefixed<S: Serializer>(query: &Option<NwsmQuery>, serializer: S) -> Result<S::Ok, S::Error> {
-    match query {
-        Some(query) => query.serialize(Prefixed { prefix: "nwsm_", inner: serializer }),
-        None => serializer.serialize_unit(),
-    }
-}
-
-/// Serialises a struct as a map whose keys are its field names behind `prefix`; inside a
-/// flattened field, the entries join the enclosing map. Only structs are accepted.
-struct Prefixed<S> {
-    prefix: &'static str,
-    inner: S,
-}
-
-struct PrefixedStruct<M> {
-    prefix: &'static str,
-    map: M,
-}
-
-impl<M: SerializeMap> SerializeStruct for PrefixedStruct<M> {
-    type Ok = M::Ok;
-    type Error = M::Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), M::Error> {
-        self.map.serialize_entry(&format!("{}{key}", self.prefix), value)
-    }
-
-    fn end(self) -> Result<M::Ok, M::Error> {
-        self.map.end()
-    }
-}
-
-macro_rules! not_a_struct {
-    ($($name:ident($($arg:ty),*) -> $ret:ty;)*) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<$ret, S::Error> {
-            Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-        })*
+    let Some(query) = query else { return serializer.serialize_unit() };
+    let Value::Object(keys) = serde_json::to_value(query).map_err(serde::ser::Error::custom)? else {
+        return Err(serde::ser::Error::custom("a query's figures are a struct"));
     };
+    serializer.collect_map(keys.iter().map(|(key, value)| (format!("nwsm_{key}"), value)))
 }
 
-impl<S: Serializer> Serializer for Prefixed<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    type SerializeSeq = Impossible<S::Ok, S::Error>;
-    type SerializeTuple = Impossible<S::Ok, S::Error>;
-    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
-    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
-    type SerializeMap = Impossible<S::Ok, S::Error>;
-    type SerializeStruct = PrefixedStruct<S::SerializeMap>;
-    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+/// Writes a [`Duration`] as its seconds, as the figures write times (`with` of a field).
+pub(crate) mod seconds {
+    use std::time::Duration;
 
-    fn serialize_struct(self, _: &'static str, len: usize) -> Result<Self::SerializeStruct, S::Error> {
-        Ok(PrefixedStruct { prefix: self.prefix, map: self.inner.serialize_map(Some(len))? })
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(time: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(time.as_secs_f64())
     }
 
-    not_a_struct! {
-        serialize_bool(bool) -> S::Ok;
-        serialize_i8(i8) -> S::Ok;
-        serialize_i16(i16) -> S::Ok;
-        serialize_i32(i32) -> S::Ok;
-        serialize_i64(i64) -> S::Ok;
-        serialize_u8(u8) -> S::Ok;
-        serialize_u16(u16) -> S::Ok;
-        serialize_u32(u32) -> S::Ok;
-        serialize_u64(u64) -> S::Ok;
-        serialize_f32(f32) -> S::Ok;
-        serialize_f64(f64) -> S::Ok;
-        serialize_char(char) -> S::Ok;
-        serialize_str(&str) -> S::Ok;
-        serialize_bytes(&[u8]) -> S::Ok;
-        serialize_none() -> S::Ok;
-        serialize_unit() -> S::Ok;
-        serialize_unit_struct(&'static str) -> S::Ok;
-        serialize_unit_variant(&'static str, u32, &'static str) -> S::Ok;
-        serialize_seq(Option<usize>) -> Self::SerializeSeq;
-        serialize_tuple(usize) -> Self::SerializeTuple;
-        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
-        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant;
-        serialize_map(Option<usize>) -> Self::SerializeMap;
-        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
-    }
-
-    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-    }
-
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
-    }
-
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("only a struct can be written with a key prefix"))
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        Ok(Duration::try_from_secs_f64(f64::deserialize(deserializer)?).unwrap_or_default())
     }
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::chart::{format_value, Chart, Scale, Series, Style, Unit};
 use super::{ReportRun, RunFile};
+use crate::engine::IterationStats;
 use crate::runtime::format_size;
 
 /// Colours of runs in comparison charts and headings (cycled beyond eight runs).
@@ -131,12 +132,9 @@ fn time_split(run: &RunFile) -> String {
     if !run.has_time_split() {
         return "not recorded".into();
     }
-    let sum = |f: fn(&super::IterationFigures) -> Option<f64>| run.iterations().iter().filter_map(f).sum::<f64>();
-    format!(
-        "{} / {}",
-        format_value(sum(|i| i.compute_seconds), Unit::Seconds),
-        format_value(sum(|i| i.io_wait_seconds), Unit::Seconds)
-    )
+    let splits = run.iterations().iter().filter_map(super::time_split);
+    let (compute, io_wait) = splits.fold((0.0, 0.0), |(c, w), (compute, io_wait)| (c + compute, w + io_wait));
+    format!("{} / {}", format_value(compute, Unit::Seconds), format_value(io_wait, Unit::Seconds))
 }
 
 fn plan_cell(run: &RunFile) -> String {
@@ -166,13 +164,13 @@ fn reasons(runs: &[ReportRun]) -> String {
 /// The four per-iteration charts of one run, in row order.
 pub(super) fn run_charts(run: &RunFile) -> Vec<Chart> {
     let its = run.iterations();
-    let column = |f: fn(&super::IterationFigures) -> f64| its.iter().map(f).collect::<Vec<f64>>();
+    let column = |f: fn(&IterationStats) -> f64| its.iter().map(f).collect::<Vec<f64>>();
     let mut time = Vec::new();
     if run.has_time_split() {
-        time.push(series("compute", "#4e79a7", column(|i| i.compute_seconds.unwrap_or(0.0))));
-        time.push(series("I/O wait", "#f28e2b", column(|i| i.io_wait_seconds.unwrap_or(0.0))));
+        time.push(series("compute", "#4e79a7", column(|i| super::time_split(i).map_or(0.0, |(compute, _)| compute))));
+        time.push(series("I/O wait", "#f28e2b", column(|i| super::time_split(i).map_or(0.0, |(_, io_wait)| io_wait))));
     }
-    let rest = column(|i| i.unsplit_seconds());
+    let rest = column(super::unsplit_seconds);
     if !run.has_time_split() || rest.iter().any(|&v| v > 0.0) {
         let name = if run.has_time_split() { "other" } else { "time (not split)" };
         time.push(series(name, "#9c9c9c", rest));
@@ -208,7 +206,7 @@ pub(super) fn run_charts(run: &RunFile) -> Vec<Chart> {
 
 /// Cumulative time and bytes by iteration, one line per run.
 pub(super) fn comparison_charts(runs: &[ReportRun]) -> Vec<Chart> {
-    let cumulative = |run: &RunFile, f: fn(&super::IterationFigures) -> f64| {
+    let cumulative = |run: &RunFile, f: fn(&IterationStats) -> f64| {
         run.iterations()
             .iter()
             .scan(0.0, |total, i| {
@@ -217,7 +215,7 @@ pub(super) fn comparison_charts(runs: &[ReportRun]) -> Vec<Chart> {
             })
             .collect::<Vec<f64>>()
     };
-    let lines = |f: fn(&super::IterationFigures) -> f64| {
+    let lines = |f: fn(&IterationStats) -> f64| {
         runs.iter().enumerate().map(|(k, r)| series(&r.label, run_color(k), cumulative(&r.run, f))).collect()
     };
     vec![

@@ -8,10 +8,10 @@
 //!
 //! The page is plain HTML with inline SVG and CSS: no script, no fonts or libraries from the
 //! network, so it opens from a file anywhere, can be attached to an issue or a CI artefact and
-//! renders the same in every browser. The model is separate from `engine::RunStats` (which
-//! writes the files) on purpose: it reads files written by older or newer versions, so every
-//! field has a default, and engine-specific figures (the stream engine's compute / I/O wait
-//! split) are optional. `report.rs` is another thing: summaries of *results* (top vertices).
+//! renders the same in every browser. The model is `engine::RunStats` itself (which writes
+//! the files), read back with a default for every field a file lacks, so files written by
+//! older or newer versions read too; engine-specific figures (the stream engine's compute /
+//! I/O wait split) are its typed figures, present where the engine recorded them. `report.rs` is another thing: summaries of *results* (top vertices).
 //!
 //! The same report renders three ways: the page ([`render_html`], `outcore report`), a
 //! fragment with its style scoped to one `<div>` ([`render_fragment`], `Result.plot()` in a
@@ -30,35 +30,33 @@ mod svg;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde_json::Value;
+
+use crate::engine::{IterationStats, RunStats};
 
 use crate::error::{Error, Result};
 
 pub use html::{render_fragment, render_html};
 pub use svg::render_svg;
 
-/// One `--stats-json` file as the report reads it. Missing fields take their defaults.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+/// One `--stats-json` file as the report reads it: the run's [`RunStats`] (fields the file
+/// lacks take their defaults) and what the report needs beside them.
+#[derive(Debug, Clone, Default)]
 pub struct RunFile {
-    pub algorithm: String,
-    pub engine: String,
-    /// Why `auto` chose the engine (empty when the user chose it).
-    pub engine_reason: String,
-    pub memory_budget_bytes: u64,
-    pub vertices: u64,
-    pub edges: u64,
-    pub iterations: usize,
+    pub stats: RunStats,
+    /// The file's wall time, if it has one (shown as `?` otherwise).
     pub wall_seconds: Option<f64>,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub peak_rss_bytes: u64,
-    /// The planner's plan for the engine that ran, when the run had one.
+    /// The planner's plan for the engine that ran, when the run had one (`planner::Plan` is
+    /// written, not read: its names are the planner's own).
     pub plan: Option<PlanFigures>,
-    pub per_iteration: Option<Vec<IterationFigures>>,
-    /// The stream engine's run-level settings (its schedule).
-    pub stream: Option<StreamSettings>,
-    /// The shards engine's dynamic-shard policy (off, ads, ods).
-    pub dynamic_policy: Option<String>,
+}
+
+impl std::ops::Deref for RunFile {
+    type Target = RunStats;
+
+    fn deref(&self) -> &RunStats {
+        &self.stats
+    }
 }
 
 /// What the planner expected of the engine that ran.
@@ -81,36 +79,19 @@ pub struct MemoryPart {
     pub bytes: u64,
 }
 
-/// The stream engine's settings recorded with a run.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct StreamSettings {
-    pub schedule: Option<String>,
-    pub io: Option<String>,
+/// The compute and I/O wait seconds of an iteration, where its engine measures them (stream
+/// and its edge passes overlap reading with computing and record both).
+pub fn time_split(iteration: &IterationStats) -> Option<(f64, f64)> {
+    let figures = &iteration.figures;
+    let stream = figures.stream().map(|s| (s.compute_seconds, s.io_wait_seconds));
+    stream.or_else(|| figures.edge_pass().map(|e| (e.compute_seconds, e.io_wait_seconds)))
 }
 
-/// One iteration's figures. `compute_seconds` and `io_wait_seconds` exist only where the engine
-/// measures them (the stream engine overlaps reading with computing and records both).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct IterationFigures {
-    pub iteration: usize,
-    pub active_vertices: u64,
-    pub edges_processed: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub seconds: f64,
-    pub compute_seconds: Option<f64>,
-    pub io_wait_seconds: Option<f64>,
-}
-
-impl IterationFigures {
-    /// The part of `seconds` not attributed to compute or I/O wait (all of it when the engine
-    /// records no split).
-    pub fn unsplit_seconds(&self) -> f64 {
-        let split = self.compute_seconds.unwrap_or(0.0) + self.io_wait_seconds.unwrap_or(0.0);
-        (self.seconds - split).max(0.0)
-    }
+/// The part of an iteration's seconds not attributed to compute or I/O wait (all of it when
+/// the engine records no split).
+pub fn unsplit_seconds(iteration: &IterationStats) -> f64 {
+    let (compute, io_wait) = time_split(iteration).unwrap_or((0.0, 0.0));
+    (iteration.seconds - compute - io_wait).max(0.0)
 }
 
 impl RunFile {
@@ -123,35 +104,39 @@ impl RunFile {
     /// Parses stats JSON text; `source` names it in errors (a path, or e.g. `<stats>`).
     pub fn parse(source: &Path, text: &str) -> Result<RunFile> {
         let bad = |message: String| Error::input(source, None, message);
-        let run: RunFile = serde_json::from_str(text)
-            .map_err(|e| bad(format!("not a --stats-json file: {e} (line {}, column {})", e.line(), e.column())))?;
-        if run.per_iteration.is_none() && run.wall_seconds.is_none() {
+        let not_stats = |e: serde_json::Error| {
+            bad(format!("not a --stats-json file: {e} (line {}, column {})", e.line(), e.column()))
+        };
+        let value: Value = serde_json::from_str(text).map_err(not_stats)?;
+        if value.get("per_iteration").is_none() && value.get("wall_seconds").is_none() {
             return Err(bad("not a --stats-json file: it has neither \"per_iteration\" nor \"wall_seconds\"".into()));
         }
-        Ok(run)
+        let wall_seconds = value.get("wall_seconds").and_then(Value::as_f64);
+        let plan = value.get("plan").filter(|p| !p.is_null()).map(PlanFigures::deserialize).transpose();
+        let plan = plan.map_err(not_stats)?;
+        let stats = RunStats::deserialize(value).map_err(not_stats)?;
+        Ok(RunFile { stats, wall_seconds, plan })
     }
 
     /// The per-iteration figures (none when the file has none).
-    pub fn iterations(&self) -> &[IterationFigures] {
-        self.per_iteration.as_deref().unwrap_or(&[])
+    pub fn iterations(&self) -> &[IterationStats] {
+        &self.stats.per_iteration
     }
 
     /// Whether any iteration records the compute / I/O wait split.
     pub fn has_time_split(&self) -> bool {
-        self.iterations().iter().any(|i| i.compute_seconds.is_some() || i.io_wait_seconds.is_some())
+        self.iterations().iter().any(|i| time_split(i).is_some())
     }
 
     /// Engine settings that tell runs of one engine apart (stream schedule, shards policy).
     pub fn settings(&self) -> String {
         let mut parts = Vec::new();
-        if let Some(schedule) = self.stream.as_ref().and_then(|s| s.schedule.as_deref()) {
-            parts.push(format!("schedule {schedule}"));
+        if let Some(stream) = &self.figures.stream {
+            parts.push(format!("schedule {}", stream.schedule));
+            parts.push(format!("io {}", stream.io));
         }
-        if let Some(io) = self.stream.as_ref().and_then(|s| s.io.as_deref()) {
-            parts.push(format!("io {io}"));
-        }
-        if let Some(policy) = &self.dynamic_policy {
-            parts.push(format!("dynamic shards {policy}"));
+        if let Some(shards) = &self.figures.shards {
+            parts.push(format!("dynamic shards {}", shards.dynamic_policy.name()));
         }
         parts.join(", ")
     }

@@ -215,3 +215,22 @@ fn the_svg_document_is_standalone_and_places_every_chart() {
     assert_eq!(places.len(), 14, "{places:?}");
     assert!(three.contains("&lt;b&gt;") && !three.contains("<b>"));
 }
+
+#[test]
+fn a_written_run_reads_back_as_its_typed_figures() {
+    use crate::engine::{IterationFigures, IterationStats, NwsmQuery, PregelIteration, RunStats};
+    let pregel = PregelIteration { messages_sent: 7, ..PregelIteration::default() };
+    let query = NwsmQuery { layout: "bbp-1-4".into(), aggregate: 9, ..NwsmQuery::default() };
+    let mut stats = RunStats { algorithm: "pr".into(), wall_seconds: 1.5, ..RunStats::default() };
+    stats.per_iteration.push(IterationStats { figures: IterationFigures::Pregel(pregel), ..IterationStats::default() });
+    stats.per_iteration.push(IterationStats::default());
+    stats.figures.nwsm = Some(query);
+    let text = serde_json::to_string(&stats).unwrap();
+    let read = RunFile::parse(Path::new("<stats>"), &text).unwrap();
+    assert_eq!(read.wall_seconds, Some(1.5));
+    assert_eq!(read.iterations()[0].figures.pregel().map(|p| p.messages_sent), Some(7));
+    assert!(matches!(read.iterations()[1].figures, IterationFigures::None));
+    let nwsm = read.figures.nwsm.as_ref().expect("the nwsm_ keys");
+    assert_eq!((nwsm.layout.as_str(), nwsm.aggregate), ("bbp-1-4", 9));
+    assert_eq!(serde_json::to_string(&read.stats).unwrap(), text, "it writes back the same file");
+}

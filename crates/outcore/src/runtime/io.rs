@@ -219,6 +219,11 @@ impl CountedFile {
         &self.file
     }
 
+    /// The counters its reads are counted in.
+    pub fn counters(&self) -> &IoCounters {
+        &self.counters
+    }
+
     /// Reads `[offset, offset + buf.len())`, stopping early only at the end of the file and
     /// needing at least `needed` bytes; one counted request. Returns the bytes read. A direct
     /// file needs `offset`, `buf`'s address and length aligned to

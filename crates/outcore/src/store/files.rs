@@ -2,14 +2,13 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::blocks::{BlockHasher, FileChecks};
 use super::manifest::FileEntry;
 use crate::error::{Error, IoContext, Result};
-use crate::runtime::IoCounters;
+use crate::runtime::{CountedFile, IoCounters};
 
 /// Writes `bytes` to `path` atomically: a reader sees the old file or the new one, never half.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -107,24 +106,30 @@ impl StoreFileWriter {
     }
 }
 
-/// A store file opened for counted reads: positional (`read_exact_at`) or sequential.
-/// Opened through [`Store::file`](super::Store::file), every read is checked against the file's
-/// block checksums ([`super::blocks`]) before it returns.
+/// A store file opened for counted reads: a [`CountedFile`] (whose getters it shares through
+/// `Deref`) with the file's block checks. Opened through [`Store::file`](super::Store::file),
+/// every read through [`read_exact_at`](Self::read_exact_at) is checked against the block
+/// checksums ([`super::blocks`]) before it returns; a reader that reads through the
+/// [`CountedFile`] itself (direct or io_uring reads) must pass what it read to
+/// [`verify`](Self::verify).
 #[derive(Debug)]
 pub struct StoreFile {
-    path: PathBuf,
-    file: File,
-    len: u64,
-    counters: IoCounters,
+    file: CountedFile,
     checks: Option<Arc<FileChecks>>,
+}
+
+impl std::ops::Deref for StoreFile {
+    type Target = CountedFile;
+
+    fn deref(&self) -> &CountedFile {
+        &self.file
+    }
 }
 
 impl StoreFile {
     /// Opens a file without block checks (work files outside the manifest).
     pub fn open(path: &Path, counters: IoCounters) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::store(path, format!("cannot open: {e}")))?;
-        let len = file.metadata().context(|| format!("reading metadata of {}", path.display()))?.len();
-        Ok(StoreFile { path: path.to_path_buf(), file, len, counters, checks: None })
+        Ok(StoreFile { file: CountedFile::open(path, false, counters)?, checks: None })
     }
 
     /// Opens a store file whose reads are verified by `checks`.
@@ -134,8 +139,7 @@ impl StoreFile {
         Ok(file)
     }
 
-    /// The block checks, for readers that read through [`raw`](Self::raw) (direct or io_uring
-    /// reads): they must pass what they read to [`verify`](Self::verify).
+    /// The block checks, for readers that read around [`read_exact_at`](Self::read_exact_at).
     pub fn checks(&self) -> Option<&Arc<FileChecks>> {
         self.checks.as_ref()
     }
@@ -148,33 +152,9 @@ impl StoreFile {
         }
     }
 
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub fn raw(&self) -> &File {
-        &self.file
-    }
-
-    /// The counters its reads are counted in.
-    pub fn counters(&self) -> &IoCounters {
-        &self.counters
-    }
-
-    /// Reads exactly `buf.len()` bytes at `offset`.
+    /// Reads exactly `buf.len()` bytes at `offset` (one counted request) and verifies them.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
-            Error::store(&self.path, format!("read of {} bytes at offset {offset} failed: {e}", buf.len()))
-        })?;
-        self.counters.record_read(buf.len() as u64);
+        self.file.read_at(buf, offset, buf.len())?;
         self.verify(buf, offset)
     }
 
@@ -199,7 +179,7 @@ impl StoreFile {
 
     /// Reads the whole file into memory (for small files and the in-memory engine).
     pub fn read_all(&self) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; self.len as usize];
+        let mut buf = vec![0u8; self.len() as usize];
         if !buf.is_empty() {
             self.read_exact_at(&mut buf, 0)?;
         }

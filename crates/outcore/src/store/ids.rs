@@ -77,7 +77,7 @@ impl IdMap {
 
     /// Bytes of the files an output reads (every original id and the by-original order).
     pub fn file_bytes(&self) -> u64 {
-        self.files().map(StoreFile::len).sum()
+        self.files().map(|f| f.len()).sum()
     }
 
     fn files(&self) -> impl Iterator<Item = &StoreFile> {

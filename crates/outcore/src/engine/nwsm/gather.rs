@@ -26,15 +26,25 @@ pub const SPILL_BUFFER_BYTES: usize = 64 << 10;
 /// Bytes a local gather buffer spends per update it holds: `(u32, V)` in memory, padded.
 pub const LOCAL_RECORD_BYTES: u64 = std::mem::size_of::<(u32, u64)>() as u64;
 
-/// Counters of a rank's gathering.
-#[derive(Debug, Clone, Copy, Default)]
+/// Counters of a rank's gathering; a query's figures ([`NwsmQuery`](crate::engine::NwsmQuery))
+/// write them, summed over the ranks, as their keys.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct GatherStats {
+    /// Updates sent to gather tasks.
     pub updates_sent: u64,
+    /// Of those, to other ranks.
     pub updates_to_other_ranks: u64,
+    /// Updates gathered in memory.
     pub updates_gathered_in_memory: u64,
+    /// Updates spilled to range files.
     pub updates_spilled: u64,
+    /// Bytes of spill files written.
     pub spill_bytes_written: u64,
+    /// Bytes of spill files read.
     pub spill_bytes_read: u64,
+    /// Time spent gathering updates (the key `busy_gather_seconds`).
+    #[serde(rename = "busy_gather_seconds", with = "crate::engine::stats::seconds")]
     pub gather_time: Duration,
 }
 

@@ -116,7 +116,8 @@ impl Default for NwsmOptions {
 /// few records is here: page frames, adjacency windows, gather buffers, the vertex-of-interest
 /// bitmap, spill write buffers and, with more than one rank, what is in flight between ranks
 /// (page replies, update batches under credit flow control, output shares).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct MemoryPlan {
     pub q: usize,
     /// Bytes of the whole budget kept for per-vertex columns (degree and output).
@@ -475,18 +476,12 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         max_page_reply_bytes: stats.max_page_reply_bytes,
         update_credit_waits: stats.update_credit_waits,
         memory_charged_bytes: plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k),
-        updates_sent: gather.updates_sent,
-        updates_to_other_ranks: gather.updates_to_other_ranks,
-        updates_gathered_in_memory: gather.updates_gathered_in_memory,
-        updates_spilled: gather.updates_spilled,
-        spill_bytes_written: gather.spill_bytes_written,
-        spill_bytes_read: gather.spill_bytes_read,
+        gather,
         prefetched_pages: stats.prefetched_pages,
         busy_prefetch_read_seconds: stats.prefetch_time.as_secs_f64(),
         busy_disk_read_seconds: (stats.buffers.read_time + stats.prefetch_time).as_secs_f64(),
         busy_compute_seconds: stats.scatter_time.as_secs_f64(),
         busy_network_seconds: stats.network_time.as_secs_f64(),
-        busy_gather_seconds: gather.gather_time.as_secs_f64(),
         busy_apply_seconds: apply_time.as_secs_f64(),
         scatter_gather_apply_seconds: run_seconds,
         aggregate: aggregate as u64,

@@ -165,7 +165,6 @@ fn settings<'a>(runner: &Runner, transport: &'a dyn Transport) -> RankSettings<'
     RankSettings {
         transport,
         recoded: options.recoded,
-        message_file_size: message_file_size(options, runner.memory().bytes(), transport.ranks(), 0),
         checkpoint_every: options.checkpoint_every,
         resume: options.resume,
     }

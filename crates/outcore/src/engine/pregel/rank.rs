@@ -219,8 +219,6 @@ pub trait StepProgram: Sync {
 pub struct RankSettings<'a> {
     pub transport: &'a dyn Transport,
     pub recoded: bool,
-    /// The message file size B; [`run_rank`] lowers it once the rank's own memory is known.
-    pub message_file_size: u64,
     pub checkpoint_every: Option<usize>,
     pub resume: bool,
 }
@@ -263,10 +261,9 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let in_memory_combine = settings.recoded && program.has_combiner();
     let memory = RankMemory::of::<S>(ranks, n_local, max_local, in_memory_combine);
     let budget = runner.memory();
+    // B, sized once the rank's fixed memory is known.
     let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
     memory.check(budget, b)?;
-    // B as sized from the budget alone, lowered now that the rank's fixed memory is known.
-    let settings = &RankSettings { message_file_size: b, ..*settings };
 
     let mut values: Vec<S::Value> = vertices.iter().map(|v| program.init(v.dense)).collect();
     if program.runs_no_step() {
@@ -311,6 +308,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             work: &work.0,
             to_sender,
             record_bytes,
+            message_file_size: b,
             fingerprint: &fingerprint,
             counters: counters.clone(),
         };
@@ -355,7 +353,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
         rank: rank as u64,
         ranks: ranks as u64,
         recoded: settings.recoded,
-        message_file_size: settings.message_file_size as u64,
+        message_file_size: b,
         naming: info.naming,
         per_rank,
     };
@@ -684,6 +682,8 @@ struct ComputeUnit<'a, S: StepProgram> {
     work: &'a Path,
     to_sender: Sender<SenderJob>,
     record_bytes: usize,
+    /// The message file size B.
+    message_file_size: u64,
     fingerprint: &'a str,
     counters: IoCounters,
 }
@@ -773,7 +773,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     }
 
     fn file_size(&self) -> usize {
-        self.settings.message_file_size.max(self.record_bytes as u64) as usize
+        self.message_file_size.max(self.record_bytes as u64) as usize
     }
 
     /// Whether this rank folds the messages to its own vertices into `LoopState::local`.

@@ -119,7 +119,7 @@ pub struct ShardsOptions {
 }
 
 /// Where the shards engine keeps vertex values (`--shards-values`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ShardValues {
     /// In memory ([`memory`]) when the run is static (`--dynamic off`) and every value,

@@ -19,7 +19,7 @@
 use crate::error::{Error, Result};
 
 /// Which shards a run loads (`--dynamic`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DynamicPolicy {
     Off,
@@ -59,7 +59,7 @@ impl DynamicPolicy {
 ///   graphs most vertices that wake up after the first shadow iteration have edges outside the
 ///   dynamic shards; with `shadow` their waves wait for shadows, which each read every static
 ///   shard, and pr-delta took 42 % more steps than `off` (see [`super::direct`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DelayedDelivery {
     Shadow,
@@ -86,10 +86,11 @@ impl DelayedDelivery {
 }
 
 /// What kind of shards a step loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     /// The static shards only.
+    #[default]
     Static,
     /// The current dynamic shards only.
     Dynamic,
