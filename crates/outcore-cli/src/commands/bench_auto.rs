@@ -90,16 +90,17 @@ pub fn run(args: AutoBenchArgs) -> anyhow::Result<()> {
             let Some(row) = matrix.iter().find(|r| r.name == algorithm) else {
                 anyhow::bail!(outcore::Error::invalid(format!("unknown algorithm {algorithm}")));
             };
-            let mut auto = measure(&args, &scratch, algorithm, budget, "auto", &source, None)?;
-            let cap = auto.finished.then(|| auto.seconds * CAP_FACTOR + 1.0);
+            let case = Case { args: &args, scratch: &scratch, algorithm, budget, source: &source };
+            let mut auto = case.measure("auto", None)?;
+            let cap = auto.finished.then_some(auto.seconds * CAP_FACTOR + 1.0);
             let runs: Vec<Measured> = row
                 .engines
                 .iter()
                 .filter(|(_, runs_it)| *runs_it)
-                .map(|(engine, _)| measure(&args, &scratch, algorithm, budget, engine.name(), &source, cap))
+                .map(|(engine, _)| case.measure(engine.name(), cap))
                 .collect::<anyhow::Result<_>>()?;
             if runs.iter().any(|r| r.built.is_some()) {
-                auto = measure(&args, &scratch, algorithm, budget, "auto", &source, None)?;
+                auto = case.measure("auto", None)?;
             }
             let fastest = runs.iter().filter(|r| r.finished).min_by(|a, b| a.seconds.total_cmp(&b.seconds)).cloned();
             let others: Vec<String> = runs
@@ -152,34 +153,6 @@ pub fn run(args: AutoBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Measures one engine (or `auto`) on one case within `cap` seconds (None: the `--timeout`):
-/// once, or, when the run built a layout first, again once the layout is there.
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    args: &AutoBenchArgs,
-    scratch: &Path,
-    algorithm: &str,
-    budget: &str,
-    engine: &str,
-    source: &str,
-    cap: Option<f64>,
-) -> anyhow::Result<Measured> {
-    let run = child(args, scratch, algorithm, budget, engine, source, cap)?;
-    let stopped_building = run.capped && left_a_build(&args.store);
-    if stopped_building {
-        // Build with the full timeout; the measurement is the run after it.
-        let built = child(args, scratch, algorithm, budget, engine, source, None)?;
-        if !built.finished {
-            return Ok(built);
-        }
-    } else if !(run.finished && run.built.is_some()) {
-        return Ok(run);
-    }
-    let mut again = child(args, scratch, algorithm, budget, engine, source, cap)?;
-    again.built = again.built.or(run.built).or_else(|| stopped_building.then(|| "a layout".into()));
-    Ok(again)
-}
-
 /// Whether a stopped run left a layout half-built in the store (`.NAME.building-PID`, which the
 /// next open of the store clears).
 fn left_a_build(store: &Path) -> bool {
@@ -188,77 +161,100 @@ fn left_a_build(store: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Runs `outcore run` once, cold, within `cap` seconds (None: the `--timeout`), and reads back
-/// its figures.
-#[allow(clippy::too_many_arguments)]
-fn child(
-    args: &AutoBenchArgs,
-    scratch: &Path,
-    algorithm: &str,
-    budget: &str,
-    engine: &str,
-    source: &str,
-    cap: Option<f64>,
-) -> anyhow::Result<Measured> {
-    evict(&args.store);
-    let stats = scratch.join(format!("{algorithm}-{engine}-{budget}.json"));
-    let _ = std::fs::remove_file(&stats);
-    let mut command = Command::new(std::env::current_exe()?);
-    command
-        .args(["run", algorithm, "--store"])
-        .arg(&args.store)
-        .args(["--memory", budget, "--engine", engine, "-q", "-o", "/dev/null", "--stats-json"])
-        .arg(&stats);
-    let iterations = args.iterations.to_string();
-    let extra: &[&str] = match algorithm {
-        "bfs" | "sssp" | "bfs-parents" => &["--source", source],
-        "bc" | "msbfs" | "mssp" | "heat" | "bp" => &["--num-sources", "4", "--seed", "1"],
-        "pr" | "cdlp" => &["--iterations", &iterations],
-        // Katz converges only for alpha below 1 / the largest eigenvalue, far below the
-        // default 0.1 on R-MAT graphs (which would run the 1000-iteration cap).
-        "katz" => &["--alpha", "0.001"],
-        _ => &[],
-    };
-    command.args(extra);
-    let errors = scratch.join(format!("{algorithm}-{engine}-{budget}.stderr"));
-    let started = Instant::now();
-    let mut child = command.stderr(std::fs::File::create(&errors)?).spawn()?;
-    let deadline =
-        cap.map_or(Duration::from_secs(args.timeout), |c| Duration::from_secs_f64(c.min(args.timeout as f64)));
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
+/// One algorithm at one budget: what every run of the case shares.
+struct Case<'a> {
+    args: &'a AutoBenchArgs,
+    scratch: &'a Path,
+    algorithm: &'a str,
+    budget: &'a str,
+    /// The source vertex of single-source algorithms (original id).
+    source: &'a str,
+}
+
+impl Case<'_> {
+    /// Measures one engine (or `auto`) within `cap` seconds (None: the `--timeout`): once, or,
+    /// when the run built a layout first, again once the layout is there.
+    fn measure(&self, engine: &str, cap: Option<f64>) -> anyhow::Result<Measured> {
+        let run = self.child(engine, cap)?;
+        let stopped_building = run.capped && left_a_build(&self.args.store);
+        if stopped_building {
+            // Build with the full timeout; the measurement is the run after it.
+            let built = self.child(engine, None)?;
+            if !built.finished {
+                return Ok(built);
+            }
+        } else if !(run.finished && run.built.is_some()) {
+            return Ok(run);
         }
-        if started.elapsed() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    let finished = status.is_some_and(|s| s.success());
-    let figures: serde_json::Value =
-        if finished { serde_json::from_slice(&std::fs::read(&stats)?)? } else { serde_json::Value::Null };
-    let number = |k: &str| figures[k].as_u64().unwrap_or(0);
-    let capped = status.is_none() && cap.is_some_and(|c| c < args.timeout as f64);
-    let failure = match status {
-        None if capped => Some(format!("stopped after {seconds:.1} s, slower than auto")),
-        None => Some(format!("stopped after the {} s timeout", args.timeout)),
-        Some(_) if !finished => Some(last_line(&errors)),
-        Some(_) => None,
-    };
-    Ok(Measured {
-        asked: engine.to_string(),
-        engine: figures["engine"].as_str().unwrap_or(if finished { engine } else { "-" }).to_string(),
-        seconds,
-        finished,
-        peak_rss_bytes: number("peak_rss_bytes"),
-        bytes_read: number("bytes_read"),
-        built: figures["plan"]["builds"].as_str().map(str::to_string),
-        failure,
-        capped,
-    })
+        let mut again = self.child(engine, cap)?;
+        again.built = again.built.or(run.built).or_else(|| stopped_building.then(|| "a layout".into()));
+        Ok(again)
+    }
+
+    /// Runs `outcore run` once, cold, within `cap` seconds (None: the `--timeout`), and reads
+    /// back its figures.
+    fn child(&self, engine: &str, cap: Option<f64>) -> anyhow::Result<Measured> {
+        let Case { args, scratch, algorithm, budget, source } = *self;
+        evict(&args.store);
+        let stats = scratch.join(format!("{algorithm}-{engine}-{budget}.json"));
+        let _ = std::fs::remove_file(&stats);
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .args(["run", algorithm, "--store"])
+            .arg(&args.store)
+            .args(["--memory", budget, "--engine", engine, "-q", "-o", "/dev/null", "--stats-json"])
+            .arg(&stats);
+        let iterations = args.iterations.to_string();
+        let extra: &[&str] = match algorithm {
+            "bfs" | "sssp" | "bfs-parents" => &["--source", source],
+            "bc" | "msbfs" | "mssp" | "heat" | "bp" => &["--num-sources", "4", "--seed", "1"],
+            "pr" | "cdlp" => &["--iterations", &iterations],
+            // Katz converges only for alpha below 1 / the largest eigenvalue, far below the
+            // default 0.1 on R-MAT graphs (which would run the 1000-iteration cap).
+            "katz" => &["--alpha", "0.001"],
+            _ => &[],
+        };
+        command.args(extra);
+        let errors = scratch.join(format!("{algorithm}-{engine}-{budget}.stderr"));
+        let started = Instant::now();
+        let mut child = command.stderr(std::fs::File::create(&errors)?).spawn()?;
+        let deadline =
+            cap.map_or(Duration::from_secs(args.timeout), |c| Duration::from_secs_f64(c.min(args.timeout as f64)));
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break Some(status);
+            }
+            if started.elapsed() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let finished = status.is_some_and(|s| s.success());
+        let figures: serde_json::Value =
+            if finished { serde_json::from_slice(&std::fs::read(&stats)?)? } else { serde_json::Value::Null };
+        let number = |k: &str| figures[k].as_u64().unwrap_or(0);
+        let capped = status.is_none() && cap.is_some_and(|c| c < args.timeout as f64);
+        let failure = match status {
+            None if capped => Some(format!("stopped after {seconds:.1} s, slower than auto")),
+            None => Some(format!("stopped after the {} s timeout", args.timeout)),
+            Some(_) if !finished => Some(last_line(&errors)),
+            Some(_) => None,
+        };
+        Ok(Measured {
+            asked: engine.to_string(),
+            engine: figures["engine"].as_str().unwrap_or(if finished { engine } else { "-" }).to_string(),
+            seconds,
+            finished,
+            peak_rss_bytes: number("peak_rss_bytes"),
+            bytes_read: number("bytes_read"),
+            built: figures["plan"]["builds"].as_str().map(str::to_string),
+            failure,
+            capped,
+        })
+    }
 }
 
 /// The last non-empty line of a file (a failed run's error).
