@@ -295,6 +295,41 @@ pub trait PregelContext<M> {
     }
 }
 
+/// Which adjacency lists [`send_to_neighbors`] sends along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Along {
+    /// The out-edges only.
+    Out,
+    /// The out-edges, then the in-edges (the program must ask for them).
+    OutAndIn,
+}
+
+/// Sends `message` along every edge of `along` whose other end is not `skip`, out-edges first,
+/// each list in its order — what collecting the targets into a `Vec` and sending to each does,
+/// without the allocation per vertex and superstep: `send` needs `ctx` mutably while the lists
+/// borrow it, so the targets pass through a small stack buffer a chunk at a time.
+pub fn send_to_neighbors<M: Copy>(ctx: &mut dyn PregelContext<M>, along: Along, skip: Option<VertexId>, message: M) {
+    const CHUNK: usize = 64;
+    let mut buffer = [0 as VertexId; CHUNK];
+    let lists: &[bool] = if along == Along::OutAndIn { &[false, true] } else { &[false] };
+    for &inward in lists {
+        let mut start = 0;
+        loop {
+            let list = if inward { ctx.in_neighbors() } else { ctx.out_neighbors() };
+            let end = list.len().min(start + CHUNK);
+            if start >= end {
+                break;
+            }
+            let targets = &mut buffer[..end - start];
+            targets.copy_from_slice(&list[start..end]);
+            for &target in targets.iter().filter(|&&t| Some(t) != skip) {
+                ctx.send(target, message);
+            }
+            start = end;
+        }
+    }
+}
+
 /// One superstep's aggregator: `width` slots, each folded element-wise with
 /// [`PregelProgram::aggregate`] over the contributions of every vertex (and, on distributed
 /// engines, over the ranks right after computation). A slot nobody contributed to reads 0.
@@ -524,6 +559,64 @@ mod tests {
         let (back, used) = Aggregates::get(&bytes).unwrap();
         assert_eq!((back, used), (a, 8 + 27));
         assert!(Aggregates::get(&bytes[..20]).is_none());
+    }
+
+    /// Records what is sent; the lists are its adjacency.
+    struct Recorder {
+        graph: GraphInfo,
+        out: Vec<VertexId>,
+        inward: Vec<VertexId>,
+        sent: Vec<(VertexId, u64)>,
+    }
+
+    impl PregelContext<u64> for Recorder {
+        fn vertex(&self) -> VertexId {
+            7
+        }
+        fn superstep(&self) -> usize {
+            0
+        }
+        fn graph(&self) -> &GraphInfo {
+            &self.graph
+        }
+        fn out_neighbors(&self) -> &[VertexId] {
+            &self.out
+        }
+        fn out_weights(&self) -> &[f64] {
+            &[]
+        }
+        fn in_neighbors(&self) -> &[VertexId] {
+            &self.inward
+        }
+        fn send(&mut self, target: VertexId, message: u64) {
+            self.sent.push((target, message));
+        }
+        fn vote_to_halt(&mut self) {}
+        fn aggregate_at(&mut self, _: usize, _: f64) {}
+        fn previous_aggregates(&self) -> &[f64] {
+            &[]
+        }
+    }
+
+    #[test]
+    fn send_to_neighbors_sends_what_a_collected_list_would_in_its_order() {
+        let graph = GraphInfo { num_vertices: 1000, num_arcs: 0, directed: true, weighted: false };
+        // Lists longer than the stack buffer, with the skipped vertex and duplicates in them.
+        let out: Vec<VertexId> = (0..150).map(|i| (i * 37) % 200).chain([7, 7]).collect();
+        let inward: Vec<VertexId> = (0..70).rev().collect();
+        for (along, skip) in
+            [(Along::Out, None), (Along::Out, Some(7)), (Along::OutAndIn, Some(7)), (Along::OutAndIn, None)]
+        {
+            let mut ctx = Recorder { graph, out: out.clone(), inward: inward.clone(), sent: vec![] };
+            send_to_neighbors(&mut ctx, along, skip, 5);
+            let both = if along == Along::OutAndIn { inward.clone() } else { vec![] };
+            let want: Vec<(VertexId, u64)> =
+                out.iter().chain(&both).copied().filter(|&u| Some(u) != skip).map(|u| (u, 5)).collect();
+            assert_eq!(ctx.sent, want, "{along:?} skipping {skip:?}");
+        }
+        let mut empty = Recorder { graph, out: vec![], inward: vec![], sent: vec![] };
+        send_to_neighbors(&mut empty, Along::OutAndIn, None, 1);
+        assert!(empty.sent.is_empty());
     }
 
     #[test]

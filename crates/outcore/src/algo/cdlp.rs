@@ -15,10 +15,12 @@
 //! computes iteration s from the labels sent in superstep s − 1, then sends the new label along
 //! every out-edge and, on directed graphs, every in-edge; superstep `iterations` only computes.
 
+use std::cell::RefCell;
+
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::Result;
-use crate::program::{GraphInfo, PregelContext, PregelProgram};
+use crate::program::{send_to_neighbors, Along, GraphInfo, PregelContext, PregelProgram};
 use crate::VertexId;
 
 /// CDLP parameters.
@@ -46,10 +48,32 @@ struct Cdlp<'a> {
     rank: Option<&'a [u64]>,
 }
 
+thread_local! {
+    /// [`most_frequent`]'s sorted copy of the labels, reused across calls.
+    static SCRATCH_LABELS: RefCell<Vec<VertexId>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The most frequent label, the smallest among equally frequent ones.
+///
+/// Runs on every vertex in every iteration, so it does not allocate: one or two labels settle
+/// at once (two different ones are equally frequent, so the smaller wins), more are sorted in
+/// a per-thread scratch vector and the longest run taken.
 fn most_frequent(labels: &[VertexId]) -> Option<VertexId> {
-    let mut sorted = labels.to_vec();
-    sorted.sort_unstable();
+    match *labels {
+        [] => None,
+        [a] => Some(a),
+        [a, b] => Some(a.min(b)),
+        _ => SCRATCH_LABELS.with_borrow_mut(|sorted| {
+            sorted.clear();
+            sorted.extend_from_slice(labels);
+            sorted.sort_unstable();
+            longest_run(sorted)
+        }),
+    }
+}
+
+/// The value of the longest run of equal values in `sorted`, the first such run on ties.
+fn longest_run(sorted: &[VertexId]) -> Option<VertexId> {
     let mut best: Option<(usize, VertexId)> = None;
     for run in sorted.chunk_by(|a, b| a == b) {
         match best {
@@ -78,14 +102,8 @@ impl PregelProgram for Cdlp<'_> {
             ctx.vote_to_halt();
             return;
         }
-        let targets: Vec<VertexId> = if ctx.graph().directed {
-            ctx.out_neighbors().iter().chain(ctx.in_neighbors()).copied().collect()
-        } else {
-            ctx.out_neighbors().to_vec()
-        };
-        for t in targets {
-            ctx.send(t, *label);
-        }
+        let along = if ctx.graph().directed { Along::OutAndIn } else { Along::Out };
+        send_to_neighbors(ctx, along, None, *label);
     }
     fn max_supersteps(&self) -> Option<usize> {
         Some(self.iterations + 1)
@@ -107,5 +125,35 @@ impl From<CdlpOutput> for AlgorithmResult {
         distinct.sort_unstable();
         distinct.dedup();
         single_column("cdlp", "label", ValueColumn::Label(out.label), [("communities", distinct.len().into())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_frequent;
+
+    /// The definition, directly: the smallest label of the highest count.
+    fn by_definition(labels: &[u64]) -> Option<u64> {
+        let count = |l: u64| labels.iter().filter(|&&x| x == l).count();
+        labels.iter().copied().max_by(|&a, &b| count(a).cmp(&count(b)).then(b.cmp(&a)))
+    }
+
+    #[test]
+    fn most_frequent_takes_the_smallest_of_the_most_frequent() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for _ in 0..3000 {
+            let len = next(12) as usize;
+            let spread = 1 + next(8);
+            let labels: Vec<u64> = (0..len).map(|_| 100 - next(spread)).collect();
+            assert_eq!(most_frequent(&labels), by_definition(&labels), "{labels:?}");
+        }
+        assert_eq!(most_frequent(&[9, 4]), Some(4));
+        assert_eq!(most_frequent(&[5, 3, 5, 3, 1]), Some(3));
     }
 }

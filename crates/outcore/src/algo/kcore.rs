@@ -19,10 +19,12 @@
 //! neighbour joined both ways counts twice — what networkx's `core_number` does on a
 //! `DiGraph`. Self-loops are skipped (networkx refuses them); duplicate arcs count once each.
 
+use std::cell::RefCell;
+
 use super::{single_column, AlgorithmResult, ValueColumn};
 use crate::engine::Runner;
 use crate::error::Result;
-use crate::program::{Control, GraphInfo, PregelContext, PregelProgram};
+use crate::program::{send_to_neighbors, Along, Control, GraphInfo, PregelContext, PregelProgram};
 use crate::VertexId;
 
 /// k-core has no parameters.
@@ -37,11 +39,42 @@ pub struct KcoreOutput {
 
 struct Kcore;
 
+/// Estimate caps up to which [`h_index`] counts in a stack array; larger ones count in a
+/// per-thread scratch vector, so that no vertex allocates in any superstep.
+const STACK_COUNTS: usize = 64;
+
+thread_local! {
+    /// [`h_index`]'s counts for caps of at least [`STACK_COUNTS`], reused across calls.
+    static SCRATCH_COUNTS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The largest i ≤ `cap` such that at least i of `estimates` are ≥ i.
+///
+/// Runs every superstep on every vertex, so it does not allocate: most estimates no longer
+/// change late in a run, and one pass that finds `cap` estimates ≥ `cap` settles those;
+/// otherwise it counts in a zeroed array of `cap + 1` (on the stack or in per-thread scratch).
 fn h_index(estimates: &[u64], cap: u64) -> u64 {
+    // At most `estimates.len()` estimates can be ≥ i, so larger caps answer the same.
+    let cap = cap.min(estimates.len() as u64);
+    if estimates.iter().filter(|&&e| e >= cap).count() as u64 >= cap {
+        return cap;
+    }
     let cap = cap as usize;
+    if cap < STACK_COUNTS {
+        h_index_counting(&mut [0; STACK_COUNTS][..=cap], estimates)
+    } else {
+        SCRATCH_COUNTS.with_borrow_mut(|count| {
+            count.clear();
+            count.resize(cap + 1, 0);
+            h_index_counting(count, estimates)
+        })
+    }
+}
+
+/// [`h_index`] with cap `count.len() − 1`, counting in `count` (all zeros on entry).
+fn h_index_counting(count: &mut [u64], estimates: &[u64]) -> u64 {
+    let cap = count.len() - 1;
     // count[i] = estimates equal to i, with everything above `cap` counted at `cap`.
-    let mut count = vec![0u64; cap + 1];
     for &e in estimates {
         count[(e as usize).min(cap)] += 1;
     }
@@ -65,14 +98,17 @@ impl PregelProgram for Kcore {
     fn needs_in_edges(&self) -> bool {
         true
     }
+    /// Every vertex sends its estimate every superstep, changed or not: a vertex keeps no copy
+    /// of its neighbours' estimates (8 bytes a vertex, not a table per arc), so the h-index
+    /// needs all of them in each superstep's messages.
     fn compute(&self, ctx: &mut dyn PregelContext<u64>, estimate: &mut u64, estimates: &[u64]) {
         let v = ctx.vertex();
-        let mut neighbors: Vec<VertexId> = ctx.out_neighbors().iter().copied().filter(|&u| u != v).collect();
-        if ctx.graph().directed {
-            neighbors.extend(ctx.in_neighbors().iter().copied().filter(|&u| u != v));
-        }
+        let along = if ctx.graph().directed { Along::OutAndIn } else { Along::Out };
         if ctx.superstep() == 0 {
-            *estimate = neighbors.len() as u64;
+            let out = ctx.out_neighbors().iter().filter(|&&u| u != v).count();
+            let inward =
+                if along == Along::OutAndIn { ctx.in_neighbors().iter().filter(|&&u| u != v).count() } else { 0 };
+            *estimate = (out + inward) as u64;
         } else {
             let h = h_index(estimates, *estimate);
             if h < *estimate {
@@ -80,9 +116,7 @@ impl PregelProgram for Kcore {
                 ctx.aggregate(1.0);
             }
         }
-        for u in neighbors {
-            ctx.send(u, *estimate);
-        }
+        send_to_neighbors(ctx, along, Some(v), *estimate);
     }
     fn end_superstep(&self, superstep: usize, dropped: f64) -> Control {
         if superstep >= 1 && dropped == 0.0 {
@@ -106,7 +140,7 @@ impl From<KcoreOutput> for AlgorithmResult {
 
 #[cfg(test)]
 mod tests {
-    use super::h_index;
+    use super::{h_index, STACK_COUNTS};
 
     #[test]
     fn h_index_is_capped_and_counts_values_at_least_i() {
@@ -115,5 +149,29 @@ mod tests {
         assert_eq!(h_index(&[3, 1, 2, 3], 4), 2);
         assert_eq!(h_index(&[3, 3, 3, 1], 4), 3);
         assert_eq!(h_index(&[0, 0], 2), 0);
+    }
+
+    /// The definition, directly: the largest i ≤ cap with at least i estimates ≥ i.
+    fn by_definition(estimates: &[u64], cap: u64) -> u64 {
+        (0..=cap).rev().find(|&i| estimates.iter().filter(|&&e| e >= i).count() as u64 >= i).unwrap()
+    }
+
+    #[test]
+    fn h_index_matches_the_definition_on_both_sides_of_the_stack_buffer() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for round in 0..2000 {
+            let len = next(3 * STACK_COUNTS as u64) as usize;
+            let spread = 1 + next(4 * STACK_COUNTS as u64);
+            let estimates: Vec<u64> = (0..len).map(|_| next(spread)).collect();
+            // Caps below, at and above the number of estimates and the stack buffer.
+            let cap = if round % 3 == 0 { len as u64 } else { next(4 * STACK_COUNTS as u64) };
+            assert_eq!(h_index(&estimates, cap), by_definition(&estimates, cap), "{estimates:?} cap {cap}");
+        }
     }
 }
