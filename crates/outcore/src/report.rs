@@ -60,38 +60,31 @@ struct Groups {
     largest: Option<(u64, u64)>,
 }
 
-/// Counts the groups of `labels`: in an array when every label is a vertex of the column
-/// (labels are dense ids), else in a map.
+/// Counts the groups of `labels`.
 fn group_sizes(labels: &[u64]) -> Groups {
     let better = |a: (u64, u64), b: Option<(u64, u64)>| match b {
         Some(b) => a.1 > b.1 || (a.1 == b.1 && a.0 < b.0),
         None => true,
     };
-    let mut largest = None;
-    if labels.iter().all(|&l| l < labels.len() as u64) {
-        let mut sizes = vec![0u64; labels.len()];
-        for &label in labels {
-            sizes[label as usize] += 1;
-        }
-        let mut count = 0;
-        for (label, &size) in sizes.iter().enumerate().filter(|(_, &s)| s > 0) {
-            count += 1;
-            if better((label as u64, size), largest) {
-                largest = Some((label as u64, size));
-            }
-        }
-        return Groups { count, largest };
-    }
-    let mut sizes: HashMap<u64, u64> = HashMap::new();
+    // Labels that are vertex ids (the usual case) are counted in an array; the rest (a
+    // parent column's "unreached" sentinel, labels of another id space) in a map.
+    let mut dense = vec![0u64; labels.len()];
+    let mut sparse: HashMap<u64, u64> = HashMap::new();
     for &label in labels {
-        *sizes.entry(label).or_default() += 1;
-    }
-    for (&label, &size) in &sizes {
-        if better((label, size), largest) {
-            largest = Some((label, size));
+        match dense.get_mut(label as usize) {
+            Some(size) => *size += 1,
+            None => *sparse.entry(label).or_default() += 1,
         }
     }
-    Groups { count: sizes.len() as u64, largest }
+    let groups = dense.iter().enumerate().map(|(l, &s)| (l as u64, s)).chain(sparse.into_iter());
+    let (mut count, mut largest) = (0, None);
+    for group in groups.filter(|&(_, s)| s > 0) {
+        count += 1;
+        if better(group, largest) {
+            largest = Some(group);
+        }
+    }
+    Groups { count, largest }
 }
 
 /// Summarises every column of a result, in original ids.

@@ -126,7 +126,8 @@ pub(super) fn write<W: Write + Send>(
     let properties = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
     let mut writer = SerializedFileWriter::new(out, Arc::new(schema), Arc::new(properties)).map_err(failed)?;
 
-    let mut labels: Vec<Option<(u64, OriginalId)>> = vec![None; 4096];
+    let table = super::label_table(ids, result)?;
+    let mut labels = super::LabelNames::new(table.as_deref());
     let mut rows = 0u64;
     let mut rows_in_group = 0usize;
     ids.for_each_by_original(|dense, original| {
@@ -144,16 +145,10 @@ pub(super) fn write<W: Write + Send>(
                 }
                 (ValueColumn::Count(v), ColumnBuffer::Int64 { values, .. }) => values.push(v[index] as i64),
                 (ValueColumn::Float(v), ColumnBuffer::Double(values)) => values.push(v[index]),
-                (ValueColumn::Label(v), buffer) => {
-                    let label = v[index];
-                    let slot = (label % labels.len() as u64) as usize;
-                    if !matches!(&labels[slot], Some((d, _)) if *d == label) {
-                        labels[slot] = Some((label, ids.original(label)?));
-                    }
-                    if let Some((_, id)) = &labels[slot] {
-                        buffer.push_id(id)?;
-                    }
-                }
+                (ValueColumn::Label(v), buffer) => match labels.table {
+                    Some(table) => buffer.push_id(&OriginalId::U64(super::table_lookup(table, v[index])?))?,
+                    None => buffer.push_id(labels.get(ids, v[index])?)?,
+                },
                 _ => return Err(Error::invalid("parquet output: column buffer does not match its column")),
             }
         }
