@@ -184,7 +184,9 @@ const LOAD_PIECE_BYTES: u64 = 1 << 20;
 /// Decodes little-endian targets of `width` bytes (4 or 8) into `out`, one per slot.
 fn decode_targets_into(bytes: &[u8], width: u64, out: &mut [u64]) {
     if width == 4 {
-        out.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(t, c)| *t = u32::from_le_bytes(c.try_into().unwrap()) as u64);
+        out.iter_mut()
+            .zip(bytes.chunks_exact(4))
+            .for_each(|(t, c)| *t = u32::from_le_bytes(c.try_into().unwrap()) as u64);
     } else {
         out.iter_mut().zip(bytes.chunks_exact(8)).for_each(|(t, c)| *t = u64::from_le_bytes(c.try_into().unwrap()));
     }
