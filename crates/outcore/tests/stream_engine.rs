@@ -243,6 +243,24 @@ fn dense_iterations_pull_and_equal_push_only_runs() {
     }
 }
 
+/// BFS keeps csr-in in memory for its later pulls but does not renumber its sources by degree
+/// (`stream/run.rs`, `pull_iteration`): a BFS pull folds one bit per source, so the order buys
+/// nothing, while renumbering every id as it is copied cost a quarter of a run on RMAT-22.
+#[test]
+fn bfs_keeps_pulled_edges_in_memory_without_ordering_sources() {
+    let g = rmat_graph();
+    let p = params(&g, "bfs");
+    let expected = inmem(&g.store, "bfs", &p);
+    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+    options.stream.resident_edges = true;
+    let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
+    assert_same("bfs", &expected, &got, "bfs from memory");
+    let pulls: Vec<_> = stats.per_iteration.iter().filter(|i| i.delivery == Some(Delivery::Pull)).collect();
+    assert!(pulls.len() >= 2, "the test needs two pulls: {} iterations", stats.per_iteration.len());
+    assert!(pulls.iter().all(|i| !i.figures.stream().expect("a stream iteration").sources_ordered));
+    assert!(pulls[0].bytes_read > 0 && pulls[1..].iter().all(|i| i.bytes_read == 0), "later pulls from memory");
+}
+
 /// What the budget leaves after the plan keeps a prefix of the layout dense passes read
 /// (`engine/stream/resident.rs`): with room for all of it, pr reads csr-in once; with room for
 /// about half, every later pass takes that half from memory and reads the rest; results equal
