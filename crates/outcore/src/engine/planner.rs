@@ -418,12 +418,9 @@ pub struct PlanContext<'a> {
     pub ranks: usize,
 }
 
-/// One named part of an engine's memory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryPart {
-    pub part: &'static str,
-    pub bytes: u64,
-}
+/// One named part of an engine's memory: the parts of a plan are those its run charges to
+/// the run's [`MemoryLedger`](crate::runtime::MemoryLedger).
+pub use crate::runtime::MemoryPart;
 
 /// What an engine expects to do for one program.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -485,6 +482,12 @@ impl Plan {
             self.memory.push(MemoryPart { part, bytes });
         }
         self
+    }
+
+    /// Adds the parts of an engine's sizing (the same parts its run charges), leaving out
+    /// empty ones.
+    pub fn with_parts(self, parts: impl IntoIterator<Item = MemoryPart>) -> Plan {
+        parts.into_iter().fold(self, |plan, p| plan.with_part(p.part, p.bytes))
     }
 
     /// Refuses when the memory parts add up to more than `budget`.
