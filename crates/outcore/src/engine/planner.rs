@@ -268,7 +268,33 @@ pub struct PlanGraph {
     pub max_degree: u64,
 }
 
+/// The counts of a store that engines size their memory from: read from a [`Store`] at run
+/// time for nothing, and part of the [`PlanGraph`] at planning time, so that a plan's parts and
+/// the run's charges come from one sizing function of the same figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphCounts {
+    pub vertices: u64,
+    pub arcs: u64,
+    pub directed: bool,
+    pub weighted: bool,
+}
+
+impl GraphCounts {
+    pub fn of(store: &Store) -> GraphCounts {
+        GraphCounts {
+            vertices: store.num_vertices(),
+            arcs: store.num_arcs(),
+            directed: store.is_directed(),
+            weighted: store.is_weighted(),
+        }
+    }
+}
+
 impl PlanGraph {
+    pub fn counts(&self) -> GraphCounts {
+        GraphCounts { vertices: self.vertices, arcs: self.arcs, directed: self.directed, weighted: self.weighted }
+    }
+
     pub fn of(store: &Store) -> PlanGraph {
         let manifest = store.manifest();
         let mut layouts: Vec<String> = manifest.layouts.keys().cloned().collect();

@@ -1,0 +1,89 @@
+//! The memory ledger (`runtime/ledger.rs`) against the planner: on every engine, a run charges
+//! each part of its sizing to the run's ledger, and the peak of every part equals the part of
+//! the plan the run recorded (`RunStats::plan`), with budgets small enough that stream keeps
+//! only part of its edges resident, cache evicts pages, shards splits the graph in several
+//! shards and nwsm in several ranges. A run never charges more than the budget.
+
+#[path = "cache_support/mod.rs"]
+mod cache_support;
+
+use std::collections::BTreeMap;
+
+use cache_support::{build, rmat, Graph};
+use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::runtime::MemoryBudget;
+use outcore::store::Store;
+
+struct TestGraph {
+    _dir: tempfile::TempDir,
+    store: Store,
+}
+
+fn store_of(g: &Graph) -> TestGraph {
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(&dir.path().join("g"), g);
+    TestGraph { _dir: dir, store }
+}
+
+fn options(engine: EngineKind, memory: u64) -> RunOptions {
+    RunOptions { engine, memory: MemoryBudget::new(memory), ..RunOptions::default() }
+}
+
+fn params(algorithm: &str) -> AlgorithmParams {
+    let mut p = AlgorithmParams { source: Some(cache_support::original(1)), ..AlgorithmParams::default() };
+    match algorithm {
+        "pr" => p.iterations = Some(4),
+        "wcc-union-find" => p.method = Some("union-find".into()),
+        "wcc" => p.method = Some("propagation".into()),
+        _ => {}
+    }
+    p
+}
+
+fn run(store: &Store, options: RunOptions, algorithm: &str) -> RunStats {
+    let runner = Runner::new(store, options);
+    let name = algorithm.strip_suffix("-union-find").unwrap_or(algorithm);
+    run_algorithm(&runner, name, &params(algorithm)).unwrap_or_else(|e| panic!("{algorithm}: {e}"));
+    runner.finish(name)
+}
+
+/// The peak of every part the run charged equals the part of its plan, and the peak of all
+/// charges stays within the budget.
+fn assert_ledger_is_plan(what: &str, stats: &RunStats) {
+    let plan = stats.plan.as_ref().unwrap_or_else(|| panic!("{what}: a run records its plan"));
+    let planned: BTreeMap<String, u64> = plan.memory.iter().map(|p| (p.part.to_string(), p.bytes)).collect();
+    let charged: BTreeMap<String, u64> =
+        stats.memory_ledger.parts.iter().map(|p| (p.part.clone(), p.peak_bytes)).collect();
+    assert_eq!(charged, planned, "{what}: the ledger's peaks against the plan's parts");
+    let peak = stats.memory_ledger.peak_bytes;
+    assert!(peak > 0 && peak <= stats.memory_budget_bytes, "{what}: peak {peak} of {}", stats.memory_budget_bytes);
+    assert!(peak <= plan.memory_total(), "{what}: peak {peak}, planned {}", plan.memory_total());
+}
+
+#[test]
+fn inmem_charges_its_plan_for_every_program_form() {
+    for directed in [true, false] {
+        let g = store_of(&rmat(10, 8, 3, directed));
+        // pr and bfs are vertex programs (bfs pulls with both layouts loaded), lcc a Pregel
+        // program, tc a neighborhood query.
+        for algorithm in ["pr", "bfs", "lcc", "tc"] {
+            let stats = run(&g.store, options(EngineKind::InMemory, 64 << 20), algorithm);
+            assert_ledger_is_plan(&format!("inmem {algorithm} directed={directed}"), &stats);
+        }
+    }
+}
+
+/// A run whose engine would charge more than the budget is refused with the ledger's or the
+/// engine's message, never a panic: an algorithm's reservation leaves too little.
+#[test]
+fn a_reservation_counts_against_what_engines_may_charge() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let runner = Runner::new(&g.store, options(EngineKind::InMemory, 4 << 20));
+    runner.reserve_memory((4 << 20) - (16 << 10), "test state").unwrap();
+    let err = run_algorithm(&runner, "pr", &params("pr")).unwrap_err();
+    assert!(matches!(err, outcore::Error::MemoryBudget(_)), "{err}");
+    let stats = runner.finish("pr");
+    assert_eq!(stats.memory_ledger.part("algorithm state"), (4 << 20) - (16 << 10));
+    assert!(stats.memory_ledger.peak_bytes <= 4 << 20);
+}
