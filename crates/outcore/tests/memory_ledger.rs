@@ -66,12 +66,34 @@ fn inmem_charges_its_plan_for_every_program_form() {
     for directed in [true, false] {
         let g = store_of(&rmat(10, 8, 3, directed));
         // pr and bfs are vertex programs (bfs pulls with both layouts loaded), lcc a Pregel
-        // program, tc a neighborhood query.
-        for algorithm in ["pr", "bfs", "lcc", "tc"] {
+        // program, tc a neighborhood query, wcc by union-find an edge pass.
+        for algorithm in ["pr", "bfs", "lcc", "tc", "wcc-union-find"] {
             let stats = run(&g.store, options(EngineKind::InMemory, 64 << 20), algorithm);
             assert_ledger_is_plan(&format!("inmem {algorithm} directed={directed}"), &stats);
         }
     }
+}
+
+/// Stream with all of csr-in resident (its sources ordered for pulls: the order is a part),
+/// then with a budget that keeps half of it; and an edge pass.
+#[test]
+fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let stats = run(&g.store, options(EngineKind::Stream, 64 << 20), "pr");
+    assert_ledger_is_plan("stream pr, all resident", &stats);
+    let setup = stats.figures.stream.clone().unwrap();
+    let layout = setup.resident_room_bytes;
+    assert!(stats.memory_ledger.part("source order") > 0, "{:?}", stats.memory_ledger);
+
+    let budget = setup.planned_bytes + layout / 2;
+    let stats = run(&g.store, options(EngineKind::Stream, budget), "pr");
+    assert_ledger_is_plan("stream pr, half resident", &stats);
+    let resident = stats.memory_ledger.part("resident edges");
+    assert!(resident > 0 && resident < layout, "{resident} of {layout}");
+    assert_eq!(stats.memory_ledger.part("source order"), 0);
+
+    let stats = run(&g.store, options(EngineKind::Stream, 1 << 20), "wcc-union-find");
+    assert_ledger_is_plan("stream edge pass", &stats);
 }
 
 /// A run whose engine would charge more than the budget is refused with the ledger's or the

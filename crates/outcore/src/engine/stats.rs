@@ -468,7 +468,8 @@ pub struct StreamRun {
     pub buffer_bytes: u64,
     /// Bytes of the whole plan.
     pub planned_bytes: u64,
-    /// Bytes left for the resident prefix.
+    /// Bytes the resident prefix may take: what the budget leaves after the plan, up to the
+    /// whole layout (`stream::ResidentSizing`).
     pub resident_room_bytes: u64,
     /// The kernel page cache the engine expects to have.
     pub page_cache_estimate_bytes: u64,
