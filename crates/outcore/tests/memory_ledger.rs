@@ -9,8 +9,9 @@ mod cache_support;
 
 use std::collections::BTreeMap;
 
-use cache_support::{build, rmat, Graph};
+use cache_support::{build, erdos_renyi, rmat, Graph};
 use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::runtime::MemoryBudget;
 use outcore::store::Store;
@@ -94,6 +95,24 @@ fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
 
     let stats = run(&g.store, options(EngineKind::Stream, 1 << 20), "wcc-union-find");
     assert_ledger_is_plan("stream edge pass", &stats);
+}
+
+/// Cache with a few pages of cache: the first run computes the static-cache selection (its
+/// working memory charged while it runs, before the caches), the next loads it.
+#[test]
+fn cache_charges_its_plan_and_the_selection_while_it_runs() {
+    let g = store_of(&erdos_renyi(2000, 12_000, 7, true, false));
+    let cache =
+        CacheOptions { page_size: 4096, selection: SelectionMethod::Gvs, gvs_rounds: 2, ..CacheOptions::default() };
+    let memory = budget_for_cache_bytes(&g.store, &cache, 96 << 10);
+    let cache_options = RunOptions { cache, ..options(EngineKind::Cache, memory) };
+    let first = run(&g.store, cache_options.clone(), "bfs");
+    assert!(first.memory_ledger.part("static cache selection") > 0, "{:?}", first.memory_ledger);
+    assert!(first.memory_ledger.peak_bytes <= memory);
+    let stats = run(&g.store, cache_options, "bfs");
+    assert_ledger_is_plan("cache bfs", &stats);
+    let figures = stats.figures.cache.as_ref().unwrap();
+    assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
 }
 
 /// A run whose engine would charge more than the budget is refused with the ledger's or the

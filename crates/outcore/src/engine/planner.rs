@@ -266,6 +266,9 @@ pub struct PlanGraph {
     /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
     /// vertex's edges in an interval).
     pub max_degree: u64,
+    /// Bytes of each file of the store by its path in the store (`csr-out/targets`...), as the
+    /// paged engines number their pages.
+    pub file_bytes: std::collections::BTreeMap<String, u64>,
 }
 
 /// The counts of a store that engines size their memory from: read from a [`Store`] at run
@@ -316,6 +319,7 @@ impl PlanGraph {
             csr_in_bytes: manifest.layout_bytes("csr-in"),
             layouts,
             max_degree: max_degree(store).unwrap_or(u64::MAX),
+            file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
         }
     }
 
