@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use cache_support::{build, erdos_renyi, rmat, Graph};
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::runtime::MemoryBudget;
 use outcore::store::Store;
@@ -113,6 +114,30 @@ fn cache_charges_its_plan_and_the_selection_while_it_runs() {
     assert_ledger_is_plan("cache bfs", &stats);
     let figures = stats.figures.cache.as_ref().unwrap();
     assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
+}
+
+/// Shards with values in memory over several shards (the plan reads the built layout's
+/// largest interval and shard), and with values on disk, statically and with dynamic shards.
+#[test]
+fn shards_charges_its_plan_in_memory_and_disk_modes() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let shards = |values, dynamic| ShardsOptions { values, dynamic, ..ShardsOptions::default() };
+    let memory_mode = RunOptions {
+        shards: shards(ShardValues::Memory, Some(DynamicPolicy::Off)),
+        ..options(EngineKind::Shards, 128 << 10)
+    };
+    run(&g.store, memory_mode.clone(), "pr");
+    let stats = run(&g.store, memory_mode, "pr");
+    assert_ledger_is_plan("shards pr, values in memory", &stats);
+    assert!(stats.figures.shards.as_ref().unwrap().shards > 1);
+
+    for (algorithm, dynamic) in [("pr", DynamicPolicy::Off), ("wcc", DynamicPolicy::Ods)] {
+        let disk =
+            RunOptions { shards: shards(ShardValues::Disk, Some(dynamic)), ..options(EngineKind::Shards, 1 << 20) };
+        let stats = run(&g.store, disk, algorithm);
+        assert_ledger_is_plan(&format!("shards {algorithm}, values on disk, {dynamic:?}"), &stats);
+        assert!(stats.figures.shards.as_ref().unwrap().shards > 1);
+    }
 }
 
 /// A run whose engine would charge more than the budget is refused with the ledger's or the

@@ -269,6 +269,9 @@ pub struct PlanGraph {
     /// Bytes of each file of the store by its path in the store (`csr-out/targets`...), as the
     /// paged engines number their pages.
     pub file_bytes: std::collections::BTreeMap<String, u64>,
+    /// The built `shards-P` layouts' largest interval and shard (the shards engine's memory
+    /// mode is sized from them).
+    pub shard_layouts: Vec<super::shards::layout::ShardLayoutFacts>,
 }
 
 /// The counts of a store that engines size their memory from: read from a [`Store`] at run
@@ -299,6 +302,10 @@ impl PlanGraph {
     }
 
     pub fn of(store: &Store) -> PlanGraph {
+        // The manifest as it is now: layouts built since the store was opened (by an earlier
+        // run) are listed, and engines that read them are planned over them.
+        let fresh = store.reopen().unwrap_or_else(|_| store.clone());
+        let store = &fresh;
         let manifest = store.manifest();
         let mut layouts: Vec<String> = manifest.layouts.keys().cloned().collect();
         // Partitions of the pregel engine are directories with their own description file.
@@ -320,6 +327,7 @@ impl PlanGraph {
             layouts,
             max_degree: max_degree(store).unwrap_or(u64::MAX),
             file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
+            shard_layouts: super::shards::layout::built_layout_facts(store),
         }
     }
 
