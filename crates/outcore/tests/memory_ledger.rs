@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use cache_support::{build, erdos_renyi, rmat, Graph};
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
 use outcore::runtime::MemoryBudget;
@@ -138,6 +139,18 @@ fn shards_charges_its_plan_in_memory_and_disk_modes() {
         assert_ledger_is_plan(&format!("shards {algorithm}, values on disk, {dynamic:?}"), &stats);
         assert!(stats.figures.shards.as_ref().unwrap().shards > 1);
     }
+}
+
+/// nwsm over several ranges (a budget far below what the lists need at once), once the layout
+/// is built (the plan reads its ranges and pages).
+#[test]
+fn nwsm_charges_its_plan() {
+    let g = store_of(&rmat(11, 8, 5, false));
+    let nwsm = RunOptions { nwsm: NwsmOptions { page_size: 512, ranks: 2 }, ..options(EngineKind::Nwsm, 160 << 10) };
+    run(&g.store, nwsm.clone(), "tc");
+    let stats = run(&g.store, nwsm, "tc");
+    assert_ledger_is_plan("nwsm tc", &stats);
+    assert!(stats.figures.nwsm.as_ref().unwrap().q > 1);
 }
 
 /// A run whose engine would charge more than the budget is refused with the ledger's or the

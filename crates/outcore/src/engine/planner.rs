@@ -272,6 +272,8 @@ pub struct PlanGraph {
     /// The built `shards-P` layouts' largest interval and shard (the shards engine's memory
     /// mode is sized from them).
     pub shard_layouts: Vec<super::shards::layout::ShardLayoutFacts>,
+    /// The built `bbp-P-Q` layouts (nwsm sizes a run from the one it reads).
+    pub bbp_layouts: Vec<super::nwsm::BbpFacts>,
 }
 
 /// The counts of a store that engines size their memory from: read from a [`Store`] at run
@@ -328,6 +330,7 @@ impl PlanGraph {
             max_degree: max_degree(store).unwrap_or(u64::MAX),
             file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
             shard_layouts: super::shards::layout::built_layout_facts(store),
+            bbp_layouts: super::nwsm::BbpLayout::all(store).iter().map(|l| l.facts()).collect(),
         }
     }
 
