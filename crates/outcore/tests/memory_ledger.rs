@@ -153,6 +153,15 @@ fn nwsm_charges_its_plan() {
     assert!(stats.figures.nwsm.as_ref().unwrap().q > 1);
 }
 
+/// Pregel at W = 1: the rank's vertex records and message buffers.
+#[test]
+fn pregel_charges_its_plan_at_one_rank() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
+    let stats = run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
+    assert_ledger_is_plan("pregel pr", &stats);
+}
+
 /// A run whose engine would charge more than the budget is refused with the ledger's or the
 /// engine's message, never a panic: an algorithm's reservation leaves too little.
 #[test]
