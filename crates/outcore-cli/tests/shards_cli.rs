@@ -115,6 +115,8 @@ fn bench_shards_runs_every_policy_and_prints_ratios() {
         assert_eq!(stats["dynamic_policy"], policy);
         assert_eq!(stats["delayed_delivery"], delivery);
         assert!(stats["peak_rss_bytes"].as_u64().unwrap() < (4 << 20) + (64 << 20));
+        let charged = stats["memory_ledger"]["peak_bytes"].as_u64().unwrap();
+        assert!(charged > 0 && charged <= 4 << 20, "{charged}");
         assert!(stats["bytes_read"].as_u64().unwrap() > 0);
     }
 }

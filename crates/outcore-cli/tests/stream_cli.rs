@@ -172,5 +172,8 @@ fn bench_stream_runs_every_schedule_and_prints_ratios() {
     assert_eq!(bytes("pr", "selective"), bytes("pr", "full"));
     for run in runs {
         assert!(run["stats"]["peak_rss_bytes"].as_u64().unwrap() < (32 << 20) + (64 << 20));
+        // What the engine charged to the run's memory ledger stays within the budget itself.
+        let charged = run["stats"]["memory_ledger"]["peak_bytes"].as_u64().unwrap();
+        assert!(charged > 0 && charged <= 32 << 20, "{charged}");
     }
 }

@@ -57,42 +57,28 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::inmem_plan::{InMemorySizing, Load};
+use super::planner::{GraphCounts, ProgramShape};
 use super::{Delivery, InMemoryIteration, IterationFigures, IterationStats, Runner, PULL_DIVISOR};
 use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
 };
-use crate::runtime::{format_size, ProgressUnit};
+use crate::runtime::{format_size, Charge, ProgressUnit};
 use crate::store::{Direction, InMemoryCsr, Store};
 use crate::VertexId;
 
 mod pregel;
 pub use pregel::run_pregel;
 
-/// Bytes one loaded CSR layout takes in memory (targets decoded to u64, weights as f64).
-/// Which layouts a run loads: the in-arcs too or not, and the weights or not.
-#[derive(Clone, Copy)]
-struct Load {
-    in_edges: bool,
-    weights: bool,
-}
+pub(super) use pregel::state_bytes as pregel_state_bytes;
 
-fn csr_bytes(store: &Store, load: Load) -> u64 {
-    let arcs = store.num_arcs();
-    let weights = if load.weights && store.is_weighted() { arcs * 8 } else { 0 };
-    (store.num_vertices() + 1) * 8 + arcs * 8 + weights
-}
-
-/// Memory the engine needs for a run: the layouts it loads, `per_vertex` bytes of state and
-/// `per_arc` bytes of messages.
-fn needed_bytes(store: &Store, load: Load, per_vertex: u64, per_arc: u64) -> u64 {
-    let layouts = if load.in_edges && store.is_directed() { 2 } else { 1 };
-    layouts * csr_bytes(store, load) + store.num_vertices() * per_vertex + store.num_arcs() * per_arc
-}
-
-/// What `auto` compares with the budget: both layouts and 32 bytes of state per vertex.
-pub fn estimated_memory_bytes(store: &Store) -> u64 {
-    needed_bytes(store, Load { in_edges: true, weights: true }, 32, 0)
+/// Checks the run's sizing against the budget (saying what the graph needs and which
+/// `--memory` would do), then charges its parts to the run's ledger for as long as the run
+/// holds them.
+fn charge(runner: &Runner, sizing: &InMemorySizing) -> Result<Vec<Charge>> {
+    check_budget(runner, sizing.total())?;
+    runner.ledger().charge_parts(&sizing.parts())
 }
 
 fn check_budget(runner: &Runner, needed: u64) -> Result<()> {
@@ -677,16 +663,10 @@ fn apply<P: VertexProgram>(
 /// (recorded as [`Delivery`] in the iteration's stats) when both layouts fit the budget.
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
     let direction = program.direction();
-    let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 2 + 16) as u64;
     let store = runner.store();
-    // A pull of uniform messages keeps one message and one bit per vertex more ([`Sent`]).
-    let sent_bytes = if program.sends_uniform_messages() { std::mem::size_of::<P::Msg>() as u64 + 1 } else { 0 };
-    let can_pull = program.supports_pull()
-        && direction != EdgeDirection::Both
-        && needed_bytes(store, Load { in_edges: true, weights: program.uses_weights() }, per_vertex + sent_bytes, 0)
-            <= runner.memory().bytes();
-    let load = Load { in_edges: direction != EdgeDirection::Out || can_pull, weights: program.uses_weights() };
-    check_budget(runner, needed_bytes(store, load, per_vertex, 0))?;
+    let sizing = InMemorySizing::of(&ProgramShape::vertex(program), GraphCounts::of(store), runner.memory().bytes());
+    let _charges = charge(runner, &sizing)?;
+    let (can_pull, load) = (sizing.pulls, sizing.load);
     let info = runner.graph_info();
     let adj = Adjacency::load(store, load)?;
     // The lists an active vertex sends along (`In`: its in-arcs, reversed), and those a pull
@@ -790,8 +770,8 @@ pub fn run_neighborhood_query<Q: super::nwsm::NeighborhoodQuery>(
 ) -> Result<super::nwsm::QueryResult<Q::Output>> {
     let store = runner.store();
     super::nwsm::query::check_vertex_count(store)?;
-    let per_vertex = (std::mem::size_of::<Q::Output>() + 8 + 24) as u64;
-    check_budget(runner, needed_bytes(store, Load { in_edges: true, weights: true }, per_vertex, 4))?;
+    let shape = ProgramShape::query(query.levels(), std::mem::size_of::<Q::Output>() as u64);
+    let _charges = charge(runner, &InMemorySizing::of(&shape, GraphCounts::of(store), runner.memory().bytes()))?;
     let out = store.csr(crate::store::Direction::Out)?.load()?;
     let inn = if store.is_directed() { Some(store.csr(crate::store::Direction::In)?.load()?) } else { None };
     let started = Instant::now();

@@ -22,7 +22,9 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::program::{GraphInfo, PregelProgram, VertexProgram, Wire};
 use crate::runtime::io::IoSnapshot;
-use crate::runtime::{format_size, peak_rss_bytes, CancelToken, IoCounters, MemoryBudget, NoProgress, Progress};
+use crate::runtime::{
+    format_size, peak_rss_bytes, CancelToken, Charge, IoCounters, MemoryBudget, MemoryLedger, NoProgress, Progress,
+};
 use crate::store::Store;
 use crate::VertexId;
 use planner::{CostModel, Explanation, PlanContext, PlanGraph, ProgramShape};
@@ -150,6 +152,11 @@ pub struct Runner {
     /// Bytes of the budget an algorithm holds itself beside the engine (see
     /// [`reserve_memory`](Self::reserve_memory)); engines plan within the rest.
     reserved: std::sync::atomic::AtomicU64,
+    /// The run's memory ledger over the whole budget: engines charge the parts they hold,
+    /// reservations their state ([`ledger`](Self::ledger)).
+    ledger: MemoryLedger,
+    /// The ledger charges of [`reserve_memory`](Self::reserve_memory), held for the run.
+    reservations: Mutex<Vec<Charge>>,
 }
 
 impl Runner {
@@ -158,6 +165,7 @@ impl Runner {
         let counters = IoCounters::new();
         let store = store.with_counters(counters.clone());
         let requested = options.engine;
+        let ledger = MemoryLedger::new(options.memory);
         let stats = RunStats {
             engine: requested.name().to_string(),
             memory_budget_bytes: options.memory.bytes(),
@@ -183,6 +191,8 @@ impl Runner {
             cache_engine: Mutex::new(None),
             transport: None,
             reserved: std::sync::atomic::AtomicU64::new(0),
+            ledger,
+            reservations: Mutex::new(Vec::new()),
         }
     }
 
@@ -205,8 +215,15 @@ impl Runner {
                 format_size(left)
             )));
         }
+        self.reservations.lock().unwrap().push(self.ledger.charge("algorithm state", bytes)?);
         self.reserved.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The run's memory ledger (`runtime::ledger`): every engine charges the parts of its
+    /// sizing against it as it sets them up, and the run's figures report what it held.
+    pub fn ledger(&self) -> &MemoryLedger {
+        &self.ledger
     }
 
     /// Makes this process one rank of a distributed run: the pregel and nwsm engines then run
@@ -623,6 +640,7 @@ impl Runner {
         stats.read_requests = io.read_requests;
         stats.bytes_verified = io.bytes_verified;
         stats.peak_rss_bytes = peak_rss_bytes();
+        stats.memory_ledger = self.ledger.figures();
         stats
     }
 }

@@ -97,6 +97,9 @@ pub struct ProgramShape {
     pub supports_pull: bool,
     /// Its messages depend on the source only (`VertexProgram::sends_uniform_messages`).
     pub sends_uniform_messages: bool,
+    /// Every active source sends the same message
+    /// (`VertexProgram::sends_one_message_per_iteration`).
+    pub sends_one_message: bool,
 }
 
 impl ProgramShape {
@@ -117,6 +120,7 @@ impl ProgramShape {
             levels: 0,
             supports_pull: program.supports_pull(),
             sends_uniform_messages: program.sends_uniform_messages(),
+            sends_one_message: program.sends_one_message_per_iteration(),
         }
     }
 
@@ -142,6 +146,7 @@ impl ProgramShape {
             levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
+            sends_one_message: false,
         }
     }
 
@@ -168,6 +173,7 @@ impl ProgramShape {
             levels,
             supports_pull: false,
             sends_uniform_messages: false,
+            sends_one_message: false,
         }
     }
 
@@ -189,6 +195,7 @@ impl ProgramShape {
             levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
+            sends_one_message: false,
         }
     }
 
@@ -266,10 +273,48 @@ pub struct PlanGraph {
     /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
     /// vertex's edges in an interval).
     pub max_degree: u64,
+    /// Bytes of each file of the store by its path in the store (`csr-out/targets`...), as the
+    /// paged engines number their pages.
+    pub file_bytes: std::collections::BTreeMap<String, u64>,
+    /// The built `shards-P` layouts' largest interval and shard (the shards engine's memory
+    /// mode is sized from them).
+    pub shard_layouts: Vec<super::shards::layout::ShardLayoutFacts>,
+    /// The built `bbp-P-Q` layouts (nwsm sizes a run from the one it reads).
+    pub bbp_layouts: Vec<super::nwsm::BbpFacts>,
+}
+
+/// The counts of a store that engines size their memory from: read from a [`Store`] at run
+/// time for nothing, and part of the [`PlanGraph`] at planning time, so that a plan's parts and
+/// the run's charges come from one sizing function of the same figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphCounts {
+    pub vertices: u64,
+    pub arcs: u64,
+    pub directed: bool,
+    pub weighted: bool,
+}
+
+impl GraphCounts {
+    pub fn of(store: &Store) -> GraphCounts {
+        GraphCounts {
+            vertices: store.num_vertices(),
+            arcs: store.num_arcs(),
+            directed: store.is_directed(),
+            weighted: store.is_weighted(),
+        }
+    }
 }
 
 impl PlanGraph {
+    pub fn counts(&self) -> GraphCounts {
+        GraphCounts { vertices: self.vertices, arcs: self.arcs, directed: self.directed, weighted: self.weighted }
+    }
+
     pub fn of(store: &Store) -> PlanGraph {
+        // The manifest as it is now: layouts built since the store was opened (by an earlier
+        // run) are listed, and engines that read them are planned over them.
+        let fresh = store.reopen().unwrap_or_else(|_| store.clone());
+        let store = &fresh;
         let manifest = store.manifest();
         let mut layouts: Vec<String> = manifest.layouts.keys().cloned().collect();
         // Partitions of the pregel engine are directories with their own description file.
@@ -290,6 +335,9 @@ impl PlanGraph {
             csr_in_bytes: manifest.layout_bytes("csr-in"),
             layouts,
             max_degree: max_degree(store).unwrap_or(u64::MAX),
+            file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
+            shard_layouts: super::shards::layout::built_layout_facts(store),
+            bbp_layouts: super::nwsm::BbpLayout::all(store).iter().map(|l| l.facts()).collect(),
         }
     }
 
@@ -418,12 +466,9 @@ pub struct PlanContext<'a> {
     pub ranks: usize,
 }
 
-/// One named part of an engine's memory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryPart {
-    pub part: &'static str,
-    pub bytes: u64,
-}
+/// One named part of an engine's memory: the parts of a plan are those its run charges to
+/// the run's [`MemoryLedger`](crate::runtime::MemoryLedger).
+pub use crate::runtime::MemoryPart;
 
 /// What an engine expects to do for one program.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -485,6 +530,12 @@ impl Plan {
             self.memory.push(MemoryPart { part, bytes });
         }
         self
+    }
+
+    /// Adds the parts of an engine's sizing (the same parts its run charges), leaving out
+    /// empty ones.
+    pub fn with_parts(self, parts: impl IntoIterator<Item = MemoryPart>) -> Plan {
+        parts.into_iter().fold(self, |plan, p| plan.with_part(p.part, p.bytes))
     }
 
     /// Refuses when the memory parts add up to more than `budget`.

@@ -20,6 +20,7 @@ use super::nwsm::MemoryPlan as NwsmMemoryPlan;
 use super::planner;
 use super::pregel::partition::Naming;
 use super::shards::{DelayedDelivery, DynamicPolicy, ShardValues, StepKind};
+use crate::runtime::LedgerFigures;
 
 /// Figures of one iteration (superstep, or query for nwsm).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -387,6 +388,10 @@ pub struct RunStats {
     /// block once per run (`store::blocks`); 0 in a build with the `unchecked-blocks` feature.
     pub bytes_verified: u64,
     pub peak_rss_bytes: u64,
+    /// What the run's memory ledger held (`runtime::ledger`): the peak of the bytes charged
+    /// against the budget at once and each part's peak, to read beside `peak_rss_bytes` and the
+    /// plan's parts.
+    pub memory_ledger: LedgerFigures,
     /// The plan of the engine that ran (memory by part, expected bytes and seconds).
     /// Not read back: `run_report` reads the plan's figures itself.
     #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
@@ -463,7 +468,8 @@ pub struct StreamRun {
     pub buffer_bytes: u64,
     /// Bytes of the whole plan.
     pub planned_bytes: u64,
-    /// Bytes left for the resident prefix.
+    /// Bytes the resident prefix may take: what the budget leaves after the plan, up to the
+    /// whole layout (`stream::ResidentSizing`).
     pub resident_room_bytes: u64,
     /// The kernel page cache the engine expects to have.
     pub page_cache_estimate_bytes: u64,

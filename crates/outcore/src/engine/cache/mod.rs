@@ -30,7 +30,9 @@
 //! **Memory.** From `--memory` the engine first reserves `state_bytes_per_vertex` (64 by
 //! default) per vertex for program and algorithm state, then the offsets of the layouts (8
 //! bytes per vertex each) and the page table; what remains is the cache, split between static
-//! cache and page-cache frames. Caches live in the [`Runner`] and persist across the program
+//! cache and page-cache frames ([`MemoryPlan`]: the planner's parts, and the engine's charges to
+//! the run's ledger, held while the engine lives; the selection's working memory is charged
+//! while it runs, before the vertex state and the caches exist). Caches live in the [`Runner`] and persist across the program
 //! runs of one algorithm (diameter sweeps, the phases of betweenness), as a graph engine's
 //! caches do.
 //!
@@ -62,7 +64,7 @@ use self::static_cache::StaticCache;
 use super::{CacheIteration, CacheRun, CacheSelection, IterationFigures, IterationStats, Runner, StaticCacheLoad};
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, Control, EdgeDirection, IterationContext, VertexProgram};
-use crate::runtime::{format_size, ProgressUnit};
+use crate::runtime::{format_size, Charge, MemoryPart, ProgressUnit};
 use crate::store::manifest::{FileEntry, LayoutEntry, Manifest, MANIFEST_FILE};
 use crate::store::order::{in_degrees, read_all_offsets};
 use crate::store::{Direction, Store, StoreFileWriter};
@@ -199,6 +201,8 @@ pub struct CacheEngine {
     counters: EngineCounters,
     /// The set-up figures, completed with the counters for the run's stats.
     figures: CacheRun,
+    /// The ledger charges of the engine's memory, held while it lives in the runner.
+    _charges: Vec<Charge>,
 }
 
 /// Runs `program` on the cache engine of `runner` (created on first use).
@@ -221,38 +225,38 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 
 /// The files read in pages, in page-numbering order: out targets, out weights, in targets,
 /// in weights (those that exist).
-fn paged_files(store: &Store) -> Vec<String> {
+pub(crate) fn paged_files(directed: bool, weighted: bool) -> Vec<String> {
     let mut rels: Vec<String> = vec!["csr-out/targets".into()];
-    if store.is_weighted() {
+    if weighted {
         rels.push("csr-out/weights".into());
     }
-    if store.is_directed() {
+    if directed {
         rels.push("csr-in/targets".into());
-        if store.is_weighted() {
+        if weighted {
             rels.push("csr-in/weights".into());
         }
     }
     rels
 }
 
-/// The global number of each file's first page, and the total number of pages.
-fn page_numbering(store: &Store, rels: &[String], page_size: u64) -> (Vec<u64>, u64) {
+/// The global number of each file's first page, and the total number of pages, for files of
+/// `file_bytes(rel)` bytes.
+pub(crate) fn page_numbering(file_bytes: impl Fn(&str) -> u64, rels: &[String], page_size: u64) -> (Vec<u64>, u64) {
     let mut total_pages = 0u64;
     let mut first = Vec::new();
     for rel in rels {
-        let len = store.manifest().files.get(rel).map(|f| f.bytes).unwrap_or(0);
         first.push(total_pages);
-        total_pages += len.div_ceil(page_size);
+        total_pages += file_bytes(rel).div_ceil(page_size);
     }
     (first, total_pages)
 }
 
-/// Memory the engine takes before any cache: reserved vertex state, offsets, page table and
-/// fixed bookkeeping.
-fn fixed_bytes(store: &Store, options: &CacheOptions, total_pages: u64) -> u64 {
-    let n = store.num_vertices();
-    let offsets = (n + 1) * 8 * if store.is_directed() { 2 } else { 1 };
-    n * options.state_bytes_per_vertex + offsets + PageCache::page_table_bytes(total_pages) + FIXED_OVERHEAD_BYTES
+/// The paged files of `store` and their page numbering.
+fn store_pages(store: &Store, page_size: u64) -> (Vec<String>, Vec<u64>, u64) {
+    let rels = paged_files(store.is_directed(), store.is_weighted());
+    let file_bytes = |rel: &str| store.manifest().files.get(rel).map_or(0, |f| f.bytes);
+    let (first, total) = page_numbering(file_bytes, &rels, page_size);
+    (rels, first, total)
 }
 
 /// The `--memory` budget that leaves `cache_bytes` (static cache plus page-cache frames with
@@ -260,20 +264,94 @@ fn fixed_bytes(store: &Store, options: &CacheOptions, total_pages: u64) -> u64 {
 /// two configurations the same cache memory. At least the engine's minimum (8 page frames) is
 /// given.
 pub fn budget_for_cache_bytes(store: &Store, options: &CacheOptions, cache_bytes: u64) -> u64 {
-    let (_, total_pages) = page_numbering(store, &paged_files(store), options.page_size);
-    let minimum_cache = MIN_FRAMES * (options.page_size + PageCache::metadata_bytes_per_frame(options.page_size));
-    fixed_bytes(store, options, total_pages) + cache_bytes.max(minimum_cache)
+    let (_, _, total_pages) = store_pages(store, options.page_size);
+    let minimum_cache = MIN_FRAMES * MemoryPlan::frame_bytes(options);
+    MemoryPlan::fixed(store.num_vertices(), store.is_directed(), total_pages, options) + cache_bytes.max(minimum_cache)
 }
 
-/// How the cache memory is split.
+/// How the budget is split (see the module doc): the one sum behind the plan's parts and the
+/// engine's ledger charges.
 #[derive(Debug, Clone, Copy)]
-struct MemoryPlan {
+pub(crate) struct MemoryPlan {
     reserved_state: u64,
     offsets: u64,
     page_table: u64,
+    /// Static cache and page-cache frames together (and what is too small for a frame).
     cache: u64,
     static_cache: u64,
     frames: usize,
+    frame_bytes: u64,
+}
+
+impl MemoryPlan {
+    /// Splits `budget` for `vertices` (offsets of two layouts when `directed`) paged in
+    /// `total_pages`, checking that something is left for caching.
+    pub(crate) fn new(
+        vertices: u64,
+        directed: bool,
+        total_pages: u64,
+        budget: u64,
+        options: &CacheOptions,
+    ) -> Result<MemoryPlan> {
+        let reserved_state = vertices * options.state_bytes_per_vertex;
+        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
+        let page_table = PageCache::page_table_bytes(total_pages);
+        let fixed = MemoryPlan::fixed(vertices, directed, total_pages, options);
+        let frame_bytes = MemoryPlan::frame_bytes(options);
+        let minimum = fixed + MIN_FRAMES * frame_bytes;
+        if budget < minimum {
+            return Err(Error::MemoryBudget(format!(
+                "the cache engine needs at least {} for this graph ({vertices} vertices: {} of vertex state, {} of \
+                 offsets, {} of page table, and 8 pages of cache) but the budget is {}",
+                format_size(minimum),
+                format_size(reserved_state),
+                format_size(offsets),
+                format_size(page_table),
+                format_size(budget)
+            )));
+        }
+        let cache = budget - fixed;
+        let mut static_cache = match options.selection {
+            SelectionMethod::None => 0,
+            _ => (cache as f64 * options.static_cache_share) as u64,
+        };
+        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
+        let frames = ((cache - static_cache) / frame_bytes) as usize;
+        Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames, frame_bytes })
+    }
+
+    /// Memory taken before any cache: reserved vertex state, offsets, page table and fixed
+    /// bookkeeping.
+    fn fixed(vertices: u64, directed: bool, total_pages: u64, options: &CacheOptions) -> u64 {
+        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
+        vertices * options.state_bytes_per_vertex
+            + offsets
+            + PageCache::page_table_bytes(total_pages)
+            + FIXED_OVERHEAD_BYTES
+    }
+
+    fn frame_bytes(options: &CacheOptions) -> u64 {
+        options.page_size + PageCache::metadata_bytes_per_frame(options.page_size)
+    }
+
+    /// What the engine holds before its caches, and keeps for as long as it lives.
+    pub(crate) fn fixed_parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("offsets", self.offsets),
+            MemoryPart::new("page table", self.page_table),
+            MemoryPart::new("bookkeeping", FIXED_OVERHEAD_BYTES),
+        ]
+    }
+
+    /// What the engine holds once the static-cache selection is done: the vertex state it
+    /// reserves and the caches.
+    pub(crate) fn cache_parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("vertex state", self.reserved_state),
+            MemoryPart::new("static cache", self.static_cache),
+            MemoryPart::new("page cache", self.frames as u64 * self.frame_bytes),
+        ]
+    }
 }
 
 impl CacheEngine {
@@ -296,10 +374,9 @@ impl CacheEngine {
         let weighted = store.is_weighted();
         let directed = store.is_directed();
 
-        let rels = paged_files(store);
-        let (sizes, total_pages) = page_numbering(store, &rels, page_size);
-
-        let plan = Self::plan_memory(runner, total_pages)?;
+        let (rels, sizes, total_pages) = store_pages(store, page_size);
+        let plan = MemoryPlan::new(n, directed, total_pages, runner.memory().bytes(), &options)?;
+        let mut charges = runner.ledger().charge_parts(&plan.fixed_parts())?;
         let mut figures = CacheRun {
             cache_page_size: page_size,
             cache_static_share: options.static_cache_share,
@@ -337,6 +414,8 @@ impl CacheEngine {
             None
         };
         drop(out_layout);
+        // The selection is done: its memory goes to the vertex state and the caches.
+        charges.extend(runner.ledger().charge_parts(&plan.cache_parts())?);
 
         let mut files = Vec::new();
         for (rel, &first_page) in rels.iter().zip(&sizes) {
@@ -378,40 +457,8 @@ impl CacheEngine {
             static_cache,
             counters: EngineCounters::default(),
             figures,
+            _charges: charges,
         })
-    }
-
-    /// Splits the budget (see the module doc) and checks that something is left for caching.
-    fn plan_memory(runner: &Runner, total_pages: u64) -> Result<MemoryPlan> {
-        let options = &runner.options().cache;
-        let store = runner.store();
-        let n = store.num_vertices();
-        let budget = runner.memory().bytes();
-        let reserved_state = n * options.state_bytes_per_vertex;
-        let offsets = (n + 1) * 8 * if store.is_directed() { 2 } else { 1 };
-        let page_table = PageCache::page_table_bytes(total_pages);
-        let fixed = fixed_bytes(store, options, total_pages);
-        let frame_bytes = options.page_size + PageCache::metadata_bytes_per_frame(options.page_size);
-        let minimum = fixed + MIN_FRAMES * frame_bytes;
-        if budget < minimum {
-            return Err(Error::MemoryBudget(format!(
-                "the cache engine needs at least {} for this graph ({n} vertices: {} of vertex state, {} of offsets, \
-                 {} of page table, and 8 pages of cache) but the budget is {}",
-                format_size(minimum),
-                format_size(reserved_state),
-                format_size(offsets),
-                format_size(page_table),
-                runner.memory()
-            )));
-        }
-        let cache = budget - fixed;
-        let mut static_cache = match options.selection {
-            SelectionMethod::None => 0,
-            _ => (cache as f64 * options.static_cache_share) as u64,
-        };
-        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
-        let frames = ((cache - static_cache) / frame_bytes) as usize;
-        Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames })
     }
 
     /// The saved selection for these parameters, or a new one (saved in the store).
@@ -469,6 +516,7 @@ impl CacheEngine {
                 format_size(available)
             )));
         }
+        let _working = runner.ledger().charge("static cache selection", needed)?;
         let indeg = in_degrees(store)?;
         let input = SelectionInput {
             layout,

@@ -1,13 +1,13 @@
 //! The cache engine's answer to the planner ([`crate::engine::planner::Engine`]): vertex
 //! programs, vertex state in memory, adjacency lists read page by page through the engine's
-//! page cache and the BASC static cache.
+//! page cache and the BASC static cache, the budget split as the engine splits it
+//! ([`MemoryPlan`]).
 //!
 //! Its cost is dominated by page requests: on RMAT-22 (main at 893c803) one BFS read 4.5 GB
 //! for a 268 MB adjacency (about 16 times, every list visit a page request) — the factor
 //! [`READ_AMPLIFICATION`] below, until issue 16 brings it down.
 
-use super::{CacheOptions, MIN_FRAMES};
-use crate::engine::cache::page_cache::PageCache;
+use super::{CacheOptions, MemoryPlan};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 
@@ -51,29 +51,14 @@ impl Engine for CacheEngine {
         if let Some(why) = state_refusal(shape, options) {
             return Plan::refused(self.kind(), &work, why);
         }
-        let adjacency = graph.csr_out_bytes + graph.csr_in_bytes;
-        let pages = adjacency.div_ceil(options.page_size.max(1));
-        let frame = options.page_size + PageCache::metadata_bytes_per_frame(options.page_size);
-        let state = graph.vertices * options.state_bytes_per_vertex;
-        let offsets = (graph.vertices + 1) * 8 * if graph.directed { 2 } else { 1 };
-        let table = PageCache::page_table_bytes(pages);
-        let fixed = state + offsets + table + super::FIXED_OVERHEAD_BYTES;
-        let minimum = fixed + MIN_FRAMES * frame;
-        if ctx.budget < minimum {
-            return Plan::refused(
-                self.kind(),
-                &work,
-                format!(
-                    "needs at least {} (vertex state, offsets, page table, 8 pages)",
-                    crate::runtime::format_size(minimum)
-                ),
-            );
-        }
-        let mut plan = Plan::new(self.kind(), &work)
-            .with_part("vertex state", state)
-            .with_part("offsets", offsets)
-            .with_part("page table", table)
-            .with_part("caches", ctx.budget - fixed);
+        let rels = super::paged_files(graph.directed, graph.weighted);
+        let file_bytes = |rel: &str| graph.file_bytes.get(rel).copied().unwrap_or(0);
+        let (_, pages) = super::page_numbering(file_bytes, &rels, options.page_size);
+        let memory = match MemoryPlan::new(graph.vertices, graph.directed, pages, ctx.budget, options) {
+            Ok(memory) => memory,
+            Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
+        };
+        let mut plan = Plan::new(self.kind(), &work).with_parts(memory.fixed_parts()).with_parts(memory.cache_parts());
         let bytes_per_visit =
             graph.adjacency_bytes(shape) as f64 / (graph.arcs.max(1) as f64 * shape.layouts(graph.directed) as f64);
         plan.bytes_read = (work.edge_visits * bytes_per_visit * READ_AMPLIFICATION) as u64;

@@ -16,7 +16,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{check_budget, needed_bytes, Adjacency, Load};
+use super::{charge, Adjacency};
+use crate::engine::inmem_plan::InMemorySizing;
+use crate::engine::planner::{GraphCounts, ProgramShape};
 use crate::engine::{InMemoryPregelIteration, IterationFigures, IterationStats, Runner};
 use crate::error::Result;
 use crate::program::{Aggregates, Control, GraphInfo, PregelContext, PregelProgram};
@@ -387,13 +389,11 @@ fn fold_aggregates<P: PregelProgram>(program: &P, outs: &[ChunkOut<P::Msg>]) -> 
 
 /// Bytes of state per vertex (value, awake entry, a running id, an inbox target and end) and
 /// per message (a chunk's target and message, the placed message, 8 bytes of slack for the
-/// buffers' growth, a sparse bucket's sort or a combiner's copy),
-/// with one message per loaded arc.
-pub(super) fn budget<P: PregelProgram>() -> (u64, u64) {
-    let size = std::mem::size_of::<Awake>() + 8 + 4 + 8;
-    let per_vertex = (std::mem::size_of::<P::Value>() + size) as u64;
-    let per_message = (4 + 8 + 2 * std::mem::size_of::<P::Msg>()) as u64;
-    (per_vertex, per_message)
+/// buffers' growth, a sparse bucket's sort or a combiner's copy) of a program with values and
+/// messages of these sizes; the run holds one message per loaded arc (`InMemorySizing`).
+pub(in crate::engine) fn state_bytes(value_bytes: u64, msg_bytes: u64) -> (u64, u64) {
+    let size = (std::mem::size_of::<Awake>() + 8 + 4 + 8) as u64;
+    (value_bytes + size, 4 + 8 + 2 * msg_bytes)
 }
 
 /// Runs a Pregel program to completion; values in dense-id order.
@@ -404,10 +404,10 @@ pub fn run_pregel<P: PregelProgram>(runner: &Runner, program: &P) -> Result<Vec<
 /// [`run_pregel`] with the superstep cut up as `split` says (tests cut small graphs finely).
 pub(super) fn run_split<P: PregelProgram>(runner: &Runner, program: &P, split: Split) -> Result<Vec<P::Value>> {
     let in_edges = program.needs_in_edges();
-    let (per_vertex, per_message) = budget::<P>();
-    let layouts = if in_edges && runner.store().is_directed() { 2 } else { 1 };
-    let load = Load { in_edges, weights: program.uses_weights() };
-    check_budget(runner, needed_bytes(runner.store(), load, per_vertex, layouts * per_message))?;
+    let shape = ProgramShape::pregel(program, false);
+    let sizing = InMemorySizing::of(&shape, GraphCounts::of(runner.store()), runner.memory().bytes());
+    let _charges = charge(runner, &sizing)?;
+    let load = sizing.load;
     let info = runner.graph_info();
     let adj = Adjacency::load(runner.store(), load)?;
     let n = info.num_vertices as usize;

@@ -47,7 +47,8 @@
 //! read per-vertex state in store-id order through [`NeighborhoodView::store_id`] (the plan
 //! keeps the store ids resident, 4 B per vertex), and algorithms iterate them as rounds.
 //!
-//! **Memory** ([`MemoryPlan`]): degrees (4 B) and the output column (8 B) per vertex stay whole
+//! **Memory** ([`MemoryPlan`] per rank, [`RunSizing`] for the run: the planner's parts and the
+//! run's ledger charges): degrees (4 B) and the output column (8 B) per vertex stay whole
 //! (every rank writes its outputs straight into the one column), and so do the ranks' page
 //! indexes (12 B per page); W ranks in one process share the one budget, each planning
 //! (budget − resident) / W. Per rank, 1/8 is page memory (frames; a quarter of it reads ahead);
@@ -76,7 +77,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-pub use partition::{BbpLayout, DEFAULT_PAGE_SIZE};
+pub use partition::{BbpFacts, BbpLayout, DEFAULT_PAGE_SIZE};
 pub use query::{
     tail_after, AdjacencyMode, CommonNeighbors, Emitter, GatherValue, Min, Nbr, NeighborhoodQuery, NeighborhoodView,
     QueryResult,
@@ -90,7 +91,7 @@ use self::window::{materialize, pages_of, take_window, AdjWindow, PageIndex, Pag
 use super::stream::IndexedBitmap;
 use super::{IterationFigures, IterationStats, NwsmQuery, Runner};
 use crate::error::{Error, Result};
-use crate::runtime::{format_size, ProgressBar, ProgressUnit};
+use crate::runtime::{format_size, MemoryPart, ProgressBar, ProgressUnit};
 use crate::store::csr::check_encoded_ids;
 use crate::store::files::{u32s_from_le_bytes, u64s_from_le_bytes};
 use crate::store::{Store, StoreFile};
@@ -238,6 +239,44 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
         output_share_bytes,
         apply_chunk_vertices,
     })
+}
+
+/// A run's memory by part: each rank's buffers ([`MemoryPlan`], for the q of the layout it
+/// reads), the columns kept whole, and the page indexes of all ranks (12 B per page). The one
+/// sum behind the planner's parts and the run's ledger charges.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunSizing {
+    pub plan: MemoryPlan,
+    pub index_bytes: u64,
+    /// Bytes of all the ranks this process runs (W in-process ranks, or this one rank of a
+    /// distributed run).
+    pub ranks_bytes: u64,
+}
+
+impl RunSizing {
+    /// The sizing of a `k`-level query over `layout` (its q and pages), `local_ranks` of the
+    /// `p` ranks in this process.
+    pub fn new(
+        n: u64,
+        (p, local_ranks): (usize, usize),
+        k: usize,
+        page_size: u64,
+        budget: u64,
+        layout: BbpFacts,
+    ) -> Result<RunSizing> {
+        let (index_bytes, q) = (layout.pages * 12, layout.q);
+        let plan = plan_memory(n, p, k, page_size, budget.saturating_sub(index_bytes), q)?;
+        let ranks_bytes = plan.charged_per_rank(page_size, k) * local_ranks as u64;
+        Ok(RunSizing { plan, index_bytes, ranks_bytes })
+    }
+
+    pub fn parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("resident columns", self.plan.resident_bytes),
+            MemoryPart::new("page indexes", self.index_bytes),
+            MemoryPart::new("ranks' pages, windows, gathers", self.ranks_bytes),
+        ]
+    }
 }
 
 /// Figures of one rank's scatter phase.
@@ -388,8 +427,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let partition_seconds = started.elapsed().as_secs_f64();
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
     // The page indexes of all ranks stay whole (12 B per page); the rest of the budget is planned.
-    let index_bytes = layout.pages_per_rank.iter().sum::<u64>() * 12;
-    let plan = plan_memory(n, p, k, options.page_size, budget.bytes().saturating_sub(index_bytes), layout.q)?;
+    let local_ranks = if transport.is_some() { 1 } else { p };
+    let sizing = RunSizing::new(n, (p, local_ranks), k, options.page_size, budget.bytes(), layout.facts())?;
+    let _charges = runner.ledger().charge_parts(&sizing.parts())?;
+    let plan = sizing.plan;
     let partition_io = runner.io_snapshot().since(&io_before);
 
     let dir = &layout.name;

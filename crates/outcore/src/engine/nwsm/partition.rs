@@ -84,6 +84,24 @@ pub struct BbpLayout {
     pub max_degree: u64,
 }
 
+/// The figures of a built layout that size a run over it: its ranks, ranges, page size and
+/// pages of all ranks (whose indexes a run keeps whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BbpFacts {
+    pub p: usize,
+    pub q: usize,
+    pub page_size: u64,
+    pub pages: u64,
+}
+
+impl BbpFacts {
+    /// The layout a run of `p` ranks, `page_size` and at least `q` ranges reads among `layouts`
+    /// (the smallest such q, as [`BbpLayout::find`]).
+    pub fn find(layouts: &[BbpFacts], p: usize, q: usize, page_size: u64) -> Option<BbpFacts> {
+        layouts.iter().filter(|l| l.p == p && l.page_size == page_size && l.q >= q).min_by_key(|l| l.q).copied()
+    }
+}
+
 impl BbpLayout {
     pub fn dir_name(p: usize, q: usize) -> String {
         format!("bbp-{p}-{q}")
@@ -122,6 +140,11 @@ impl BbpLayout {
             sum_degree_squared: p.get("sum_degree_squared")?.as_u64()?,
             max_degree: p.get("max_degree")?.as_u64()?,
         })
+    }
+
+    /// What the planner reads of the layout to size a run over it ([`super::RunSizing`]).
+    pub fn facts(&self) -> BbpFacts {
+        BbpFacts { p: self.p, q: self.q, page_size: self.page_size, pages: self.pages_per_rank.iter().sum() }
     }
 
     /// The store's BBP layouts, any p, q and page size.

@@ -3,7 +3,7 @@
 //! use; a k-level query reads the adjacency once per level-1 window for its level-2 lists
 //! (TurboGraph++ §4), hence about `q` times for k = 2.
 
-use super::{plan_memory, NwsmOptions};
+use super::{plan_memory, BbpFacts, NwsmOptions, RunSizing};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 
@@ -26,15 +26,15 @@ impl Engine for NwsmEngine {
         if options.page_size == 0 {
             return Plan::refused(self.kind(), &work, "page size 0");
         }
-        let p = options.ranks.max(1);
+        // Ranks: those of a distributed run (one in this process), else in-process ones.
+        let (p, local) = if ctx.ranks > 1 { (ctx.ranks, 1) } else { (options.ranks.max(1), options.ranks.max(1)) };
         let k = shape.levels.max(1);
-        let memory = match plan_memory(graph.vertices, p, k, options.page_size, ctx.budget, 1) {
-            Ok(m) => m,
+        let memory = match sizing(graph, (p, local), k, options.page_size, ctx.budget) {
+            Ok(sizing) => sizing,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
-        let mut plan = Plan::new(self.kind(), &work)
-            .with_part("resident columns", memory.resident_bytes)
-            .with_part("ranks' pages, windows, gathers", memory.charged_per_rank(options.page_size, k) * p as u64);
+        let mut plan = Plan::new(self.kind(), &work).with_parts(memory.parts());
+        let memory = memory.plan;
         let adjacency = graph.csr_out_bytes + graph.csr_in_bytes;
         let windows = if k >= 2 { memory.q as f64 } else { 1.0 };
         plan.bytes_read = (adjacency as f64 * (1.0 + windows) * work.iterations) as u64;
@@ -50,4 +50,14 @@ impl Engine for NwsmEngine {
             + build;
         plan
     }
+}
+
+/// The run's sizing as the run makes it: over the built layout with enough ranges for the
+/// budget's q (the smallest such), else over the one it would build, whose page indexes are
+/// not known yet.
+fn sizing(graph: &PlanGraph, ranks: (usize, usize), k: usize, page_size: u64, budget: u64) -> crate::Result<RunSizing> {
+    let wanted = plan_memory(graph.vertices, ranks.0, k, page_size, budget, 1)?;
+    let unbuilt = BbpFacts { p: ranks.0, q: wanted.q, page_size, pages: 0 };
+    let layout = BbpFacts::find(&graph.bbp_layouts, ranks.0, wanted.q, page_size).unwrap_or(unbuilt);
+    RunSizing::new(graph.vertices, ranks, k, page_size, budget, layout)
 }

@@ -33,10 +33,7 @@ impl Engine for PregelEngine {
         let local = graph.vertices.div_ceil(ranks);
         let memory = RankMemory::new(ranks as usize, local, shape.value_bytes, 0);
         let b = super::message_file_size(&ctx.options.pregel, ctx.budget, ranks as usize, memory.fixed());
-        let mut plan = Plan::new(self.kind(), &work)
-            .with_part("vertex records and values", memory.vertex_part)
-            .with_part("message buffers", memory.buffers(b))
-            .check_budget(ctx.budget);
+        let mut plan = Plan::new(self.kind(), &work).with_parts(memory.parts(b)).check_budget(ctx.budget);
         let record = 8 + shape.msg_bytes;
         let arcs = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
         let edge_stream = arcs * 8.0;

@@ -32,7 +32,7 @@ use crate::engine::{IterationFigures, IterationStats, PregelIteration, PregelRan
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::io::IoSnapshot;
-use crate::runtime::{format_size, peak_rss_bytes, IoCounters, MemoryBudget, ProgressUnit};
+use crate::runtime::{format_size, peak_rss_bytes, IoCounters, MemoryBudget, MemoryPart, ProgressUnit};
 use crate::store::FileChecks;
 use crate::transport::{Tag, Transport};
 use crate::VertexId;
@@ -264,6 +264,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     // B, sized once the rank's fixed memory is known.
     let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
     memory.check(budget, b)?;
+    let _charges = runner.ledger().charge_parts(&memory.parts(b))?;
 
     let mut values: Vec<S::Value> = vertices.iter().map(|v| program.init(v.dense)).collect();
     if program.runs_no_step() {
@@ -458,6 +459,16 @@ impl RankMemory {
     /// The edge stream's buffers and the message buffers, with message files of `b` bytes.
     pub(crate) fn buffers(&self, b: u64) -> u64 {
         self.buffer_count * b + 3 * EDGE_BUFFER_BYTES as u64
+    }
+
+    /// The parts the plan shows and the rank charges to the run's ledger, with message files
+    /// of `b` bytes.
+    pub(crate) fn parts(&self, b: u64) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("vertex records and values", self.vertex_part),
+            MemoryPart::new("A_s and A_r", self.arrays),
+            MemoryPart::new("message buffers", self.buffers(b)),
+        ]
     }
 
     /// Fails when the rank needs more than the budget with message files of `b` bytes.

@@ -154,6 +154,16 @@ impl ShardLayout {
     }
 
     /// Arcs of shard j (the in-edges of interval j).
+    /// What the memory mode's sizing and the planner read of the layout.
+    pub fn facts(&self) -> ShardLayoutFacts {
+        let intervals = self.intervals.windows(2).map(|w| w[1] - w[0]);
+        ShardLayoutFacts {
+            shards: self.shards,
+            max_interval_vertices: intervals.max().unwrap_or(0),
+            max_shard_edges: (0..self.shards).map(|j| self.shard_edges(j)).max().unwrap_or(0),
+        }
+    }
+
     pub fn shard_edges(&self, j: usize) -> u64 {
         self.edge_start[j][self.shards]
     }
@@ -168,6 +178,29 @@ impl ShardLayout {
     pub fn interval_edges(&self, j: usize) -> u64 {
         self.shard_edges(j) + (0..self.shards).filter(|&k| k != j).map(|k| self.block_edges(k, j)).sum::<u64>()
     }
+}
+
+/// The figures of a built `shards-P` layout that size the memory mode: the planner reads them
+/// for the layouts a store has, so that its parts are the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardLayoutFacts {
+    pub shards: usize,
+    pub max_interval_vertices: u64,
+    pub max_shard_edges: u64,
+}
+
+/// The facts of every `shards-P` layout of `store` that opens (read through counters of their
+/// own: planning is not part of a run's figures).
+pub fn built_layout_facts(store: &Store) -> Vec<ShardLayoutFacts> {
+    let store = store.with_counters(IoCounters::new());
+    let manifest = store.manifest().clone();
+    manifest
+        .layouts
+        .keys()
+        .filter_map(|name| name.strip_prefix("shards-")?.parse::<usize>().ok())
+        .filter_map(|p| ShardLayout::open(&store, p, &manifest).ok())
+        .map(|layout| layout.facts())
+        .collect()
 }
 
 fn interval_of(intervals: &[VertexId], v: VertexId) -> usize {

@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
 };
-use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
+use crate::runtime::{format_size, peak_rss_bytes, Charge, MemoryPart, ProgressUnit};
 use crate::store::Direction;
 use crate::VertexId;
 
@@ -80,6 +80,16 @@ pub struct SizingInput {
 }
 
 impl MemorySizing {
+    /// The parts the planner shows and the run charges to the ledger.
+    pub fn parts(&self) -> [MemoryPart; 4] {
+        [
+            MemoryPart::new("vertex values, messages, flags, out-degrees", self.vertex_state),
+            MemoryPart::new("block index", self.index),
+            MemoryPart::new("interval accumulators", self.accumulator * self.accumulators as u64),
+            MemoryPart::new("one shard's topology", self.topology),
+        ]
+    }
+
     pub fn total(&self) -> u64 {
         self.vertex_state
             .saturating_add(self.index)
@@ -145,21 +155,21 @@ fn shard_topology_bytes(layout: &ShardLayout, k: usize, weights: bool) -> u64 {
 
 /// Vertices of the largest interval (the length of a slice accumulator).
 fn sizing_interval(layout: &ShardLayout) -> usize {
-    (0..layout.shards).map(|j| layout.intervals[j + 1] - layout.intervals[j]).max().unwrap_or(0) as usize
+    layout.facts().max_interval_vertices as usize
 }
 
 /// The sums for an opened layout.
 fn sizing_for<P: VertexProgram>(runner: &Runner, layout: &ShardLayout, weights: bool, forward: bool) -> SizingInput {
-    let p = layout.shards;
+    let facts = layout.facts();
     SizingInput {
         vertices: runner.graph_info().num_vertices,
         value_bytes: std::mem::size_of::<P::Value>() as u64,
         msg_bytes: std::mem::size_of::<P::Msg>() as u64,
         weights,
         forward,
-        shards: p,
-        max_interval_vertices: sizing_interval(layout) as u64,
-        max_shard_edges: (0..p).map(|j| layout.shard_edges(j)).max().unwrap_or(0),
+        shards: facts.shards,
+        max_interval_vertices: facts.max_interval_vertices,
+        max_shard_edges: facts.max_shard_edges,
     }
 }
 
@@ -245,6 +255,8 @@ pub(crate) struct MemoryRun<'a, P: VertexProgram> {
     active: Vec<bool>,
     /// Slice accumulators over one interval (forward messages).
     slices: Vec<SliceAcc<P::Msg>>,
+    /// The ledger charges of `sizing`'s parts, held for the run.
+    _charges: Vec<Charge>,
 }
 
 /// What one step's scatter did.
@@ -257,6 +269,7 @@ struct ScatterOutcome {
 
 impl<'a, P: VertexProgram> MemoryRun<'a, P> {
     pub(crate) fn new(runner: &'a Runner, program: &'a P, layout: ShardLayout, sizing: MemorySizing) -> Result<Self> {
+        let charges = runner.ledger().charge_parts(&sizing.parts())?;
         let info = runner.graph_info();
         let n = info.num_vertices as usize;
         let dirs = directions(program.direction(), info.directed);
@@ -279,6 +292,7 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             received: vec![false; n],
             active: (0..info.num_vertices).into_par_iter().map(|v| program.initially_active(v, &info)).collect(),
             slices,
+            _charges: charges,
         })
     }
 

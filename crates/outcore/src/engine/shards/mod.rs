@@ -65,8 +65,9 @@
 //! the missing edges at once, instead of waiting for a shadow iteration (the paper's rule,
 //! `--delayed-delivery shadow`); see [`direct`] for why.
 //!
-//! **Memory.** One interval's edges (topology, positions, records: [`EdgeSection`]) and its
-//! vertices must fit [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
+//! **Memory** ([`DiskSizing`], the plan's parts and the run's ledger charges). One interval's
+//! edges (topology, positions, records: [`EdgeSection`]) and its vertices must fit
+//! [`INTERVAL_SHARE`] of the budget; a shadow iteration may hold the same again
 //! while overlaying; the writers of dynamic shards get an eighth of the budget; the two
 //! direct-delivery buffers a thirty-second each (beyond that they spill to sorted runs); the
 //! delay buffer is small by construction (its size triggers shadow iterations). The final
@@ -96,7 +97,7 @@ pub use policy::{DelayedDelivery, DynamicPolicy, ShadowSchedule, StepKind, StepO
 use super::{IterationFigures, IterationStats, Runner, ShardsIteration, ShardsRun};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{add_global_sums, global_contributions, Control, EdgeRef, IterationContext, VertexProgram};
-use crate::runtime::{format_size, peak_rss_bytes, ProgressUnit};
+use crate::runtime::{format_size, peak_rss_bytes, Charge, MemoryPart, ProgressUnit};
 use crate::store::Direction;
 use crate::VertexId;
 
@@ -169,9 +170,49 @@ impl Default for ShardsOptions {
 /// shards, the delay buffer and the runtime.
 pub(crate) const INTERVAL_SHARE: f64 = 0.3;
 
-/// The policy a program runs with, or why it cannot have the one asked for.
-fn resolve_policy<P: VertexProgram>(options: &ShardsOptions, program: &P) -> Result<(DynamicPolicy, &'static str)> {
-    let distributive = program.tolerates_delays();
+/// The memory of the disk mode (PSW), by part: one interval's edges and vertices within
+/// [`INTERVAL_SHARE`] of the budget; with dynamic shards as much again for a shadow iteration's
+/// overlay and an eighth for the writers of dynamic shards, and, when messages along missing
+/// edges are delivered directly, a thirty-second for each of the two direct-delivery buffers.
+/// The one sum behind the plan's parts, the executor's caps and its ledger charges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DiskSizing {
+    pub interval: u64,
+    pub shadow: u64,
+    pub writers: u64,
+    /// One direct-delivery buffer's cap (it spills sorted runs beyond).
+    pub direct_buffer: u64,
+    /// Both direct-delivery buffers, when the run delivers directly.
+    pub direct: u64,
+}
+
+impl DiskSizing {
+    pub fn new(budget: u64, policy: DynamicPolicy, delivery: DelayedDelivery) -> DiskSizing {
+        let interval = (budget as f64 * INTERVAL_SHARE) as u64;
+        let dynamic = policy != DynamicPolicy::Off;
+        let direct_buffer = budget / 32;
+        DiskSizing {
+            interval,
+            shadow: if dynamic { interval } else { 0 },
+            writers: if dynamic { budget / 8 } else { 0 },
+            direct_buffer,
+            direct: if dynamic && delivery == DelayedDelivery::Adjacency { 2 * direct_buffer } else { 0 },
+        }
+    }
+
+    pub fn parts(&self) -> [MemoryPart; 4] {
+        [
+            MemoryPart::new("interval (vertices, memory shard)", self.interval),
+            MemoryPart::new("shadow overlay", self.shadow),
+            MemoryPart::new("dynamic shard writers", self.writers),
+            MemoryPart::new("direct delivery", self.direct),
+        ]
+    }
+}
+
+/// The policy a program runs with, or why it cannot have the one asked for (`distributive`:
+/// the program [tolerates delays](VertexProgram::tolerates_delays)).
+pub(crate) fn resolve_policy(options: &ShardsOptions, distributive: bool) -> Result<(DynamicPolicy, &'static str)> {
     if options.values == ShardValues::Memory {
         return match options.dynamic {
             None => Ok((DynamicPolicy::Off, "--shards-values memory runs static steps")),
@@ -211,12 +252,11 @@ fn vertex_bytes<P: VertexProgram>() -> u64 {
     (2 * std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>() + 16 + 4) as u64
 }
 
-/// Chooses P and opens (or builds) the layout.
-fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64) -> Result<ShardLayout> {
+/// Chooses P and opens (or builds) the layout whose intervals fit `share`.
+fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64, share: u64) -> Result<ShardLayout> {
     let store = runner.store();
     let options = &runner.options().shards;
     let budget = runner.memory().bytes();
-    let share = (budget as f64 * INTERVAL_SHARE) as u64;
     let n = store.num_vertices();
     let per_vertex = vertex_bytes::<P>();
     let fits = |layout: &ShardLayout| {
@@ -352,7 +392,7 @@ pub fn run_vertex_program_visit<P: VertexProgram>(
     visit: impl FnMut(VertexId, &P::Value),
 ) -> Result<()> {
     let options = &runner.options().shards;
-    let (policy, policy_reason) = resolve_policy(options, program)?;
+    let (policy, policy_reason) = resolve_policy(options, program.tolerates_delays())?;
     // Static steps with values in memory read less than any dynamic shard set (topology
     // only, no records), so they are also the default for programs that would get ODS.
     if options.values != ShardValues::Disk && (policy == DynamicPolicy::Off || options.dynamic.is_none()) {
@@ -390,6 +430,9 @@ struct Executor<'a, P: VertexProgram> {
     delivery: DelayedDelivery,
     direct: DirectDelivery<P::Msg>,
     next_set_id: usize,
+    sizing: DiskSizing,
+    /// The ledger charges of `sizing`'s parts, held for the run.
+    _charges: Vec<Charge>,
 }
 
 /// What one interval's processing produced.
@@ -456,7 +499,10 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let weights = program.uses_weights() && info.weighted;
         let record = edges::record_bytes::<P::Msg>();
         let per_edge = EdgeSection::bytes_per_edge(weights, record, dirs.iter().filter(|&&d| d).count());
-        let layout = open_layout::<P>(runner, per_edge)?;
+        let delivery = runner.options().shards.delayed_delivery;
+        let sizing = DiskSizing::new(runner.memory().bytes(), policy, delivery);
+        let charges = runner.ledger().charge_parts(&sizing.parts())?;
+        let layout = open_layout::<P>(runner, per_edge, sizing.interval)?;
         let work = WorkDir(store.work_path("shards-run")?);
         std::fs::create_dir_all(&work.0).context(|| format!("creating {}", work.0.display()))?;
         let counters = store.counters().clone();
@@ -478,7 +524,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             static_records.push(pair);
         }
         let identity = edges::pod_bytes(&program.identity()).to_vec();
-        let direct = DirectDelivery::new(layout.shards, runner.memory().bytes() / 32, work.0.clone(), counters.clone());
+        let direct = DirectDelivery::new(layout.shards, sizing.direct_buffer, work.0.clone(), counters.clone());
         Ok(Executor {
             runner,
             program,
@@ -495,9 +541,11 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             static_records,
             dynamic_sets: Vec::new(),
             delay: DelayBuffer::new(),
-            delivery: runner.options().shards.delayed_delivery,
+            delivery,
             direct,
             next_set_id: 0,
+            sizing,
+            _charges: charges,
         })
     }
 
@@ -546,7 +594,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                         self.layout.width,
                         self.weights,
                         self.dirs,
-                        runner.memory().bytes() / 8,
+                        self.sizing.writers,
                         runner.store().counters(),
                     )?)
                 }

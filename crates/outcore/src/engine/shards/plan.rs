@@ -7,7 +7,7 @@
 use super::edges::{topology_bytes_per_edge, EdgeSection};
 use super::layout::run_record_bytes;
 use super::memory::{MemorySizing, SizingInput};
-use super::{DynamicPolicy, ShardValues, INTERVAL_SHARE, MAX_AUTO_SHARDS};
+use super::{resolve_policy, DiskSizing, DynamicPolicy, ShardValues, MAX_AUTO_SHARDS};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 use crate::runtime::format_size;
@@ -43,9 +43,11 @@ impl Engine for ShardsEngine {
                 Err(_) => {}
             }
         }
-        // The engine's own sums (open_layout): an interval's edges and vertices in a share of
-        // the budget, one vertex's edges at least, and a block index of P·(P+1) pairs.
-        let share = (ctx.budget as f64 * INTERVAL_SHARE) as u64;
+        // The engine's own sums (DiskSizing, open_layout): an interval's edges and vertices in a
+        // share of the budget, one vertex's edges at least, and a block index of P·(P+1) pairs.
+        let policy = resolve_policy(&ctx.options.shards, shape.tolerates_delays).map_or(DynamicPolicy::Off, |(p, _)| p);
+        let sizing = DiskSizing::new(ctx.budget, policy, ctx.options.shards.delayed_delivery);
+        let share = sizing.interval;
         let record = 2 * shape.msg_bytes + 8;
         let directions = shape.layouts(graph.directed) as usize;
         let weights = shape.uses_weights && graph.weighted;
@@ -67,9 +69,7 @@ impl Engine for ShardsEngine {
         if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
             return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
         }
-        let mut plan = Plan::new(self.kind(), &work)
-            .with_part("interval (vertices, memory shard)", share)
-            .with_part("windows and buffers", ctx.budget - share);
+        let mut plan = Plan::new(self.kind(), &work).with_parts(sizing.parts());
         let arcs = graph.arcs as f64 * directions as f64;
         let per_step_read = arcs * ((record + 4) as f64 * READS_PER_RECORD);
         let per_step_written = arcs * record as f64;
@@ -93,8 +93,8 @@ fn static_steps(ctx: &PlanContext) -> bool {
     ctx.options.shards.dynamic.is_none_or(|policy| policy == DynamicPolicy::Off)
 }
 
-/// The memory mode's plan with the engine's own sums ([`MemorySizing`]) for intervals and
-/// shards balanced like the layout's, or why it does not fit.
+/// The memory mode's plan with the engine's own sums ([`memory_sizing`]), or why it does not
+/// fit.
 fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Result<Plan, String> {
     let graph = ctx.graph;
     let weights = shape.uses_weights && graph.weighted;
@@ -115,22 +115,8 @@ fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Resu
             (p as usize).next_power_of_two()
         }
     };
-    let input = SizingInput {
-        vertices: graph.vertices,
-        value_bytes: shape.value_bytes,
-        msg_bytes: shape.msg_bytes,
-        weights,
-        forward,
-        shards: p,
-        max_interval_vertices: graph.vertices.div_ceil(p as u64),
-        max_shard_edges: graph.arcs.div_ceil(p as u64),
-    };
-    let sizing = MemorySizing::new(&input, ctx.budget, rayon::current_num_threads())
-        .ok_or_else(|| format!("with {p} shards values, accumulators and a shard's topology exceed the budget"))?;
-    let mut plan = Plan::new(EngineKind::Shards, work)
-        .with_part("vertex values, messages, flags, out-degrees", sizing.vertex_state + sizing.index)
-        .with_part("interval accumulators", sizing.accumulator * sizing.accumulators as u64)
-        .with_part("one shard's topology", sizing.topology);
+    let (p, sizing) = memory_sizing(shape, ctx, p, weights, forward)?;
+    let mut plan = Plan::new(EngineKind::Shards, work).with_parts(sizing.parts());
     // A step reads every shard's runs, targets and weights once and writes nothing.
     let width = target_bytes_for(graph.vertices);
     let runs = graph.arcs.min(graph.vertices.saturating_mul(p as u64));
@@ -148,4 +134,38 @@ fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Resu
         + ctx.model.compute(work.edge_visits.max(arcs * work.iterations), ctx.model.rates.shards)
         + build;
     Ok(plan)
+}
+
+/// The memory mode's sums with `p` shards, as the run makes them ([`MemorySizing`]): from the
+/// largest interval and shard of the built layout, or of intervals and shards balanced like
+/// the layout's when it is not built yet. Like the run, doubles `p` while a built layout does
+/// not fit (unless `--shards` fixes it).
+fn memory_sizing(
+    shape: &ProgramShape,
+    ctx: &PlanContext,
+    mut p: usize,
+    weights: bool,
+    forward: bool,
+) -> Result<(usize, MemorySizing), String> {
+    let graph = ctx.graph;
+    loop {
+        let built = graph.shard_layouts.iter().find(|facts| facts.shards == p);
+        let input = SizingInput {
+            vertices: graph.vertices,
+            value_bytes: shape.value_bytes,
+            msg_bytes: shape.msg_bytes,
+            weights,
+            forward,
+            shards: p,
+            max_interval_vertices: built.map_or(graph.vertices.div_ceil(p as u64), |f| f.max_interval_vertices),
+            max_shard_edges: built.map_or(graph.arcs.div_ceil(p as u64), |f| f.max_shard_edges),
+        };
+        if let Some(sizing) = MemorySizing::new(&input, ctx.budget, rayon::current_num_threads()) {
+            return Ok((p, sizing));
+        }
+        if built.is_none() || ctx.options.shards.shards.is_some() || p * 2 > MAX_AUTO_SHARDS {
+            return Err(format!("with {p} shards values, accumulators and a shard's topology exceed the budget"));
+        }
+        p *= 2;
+    }
 }

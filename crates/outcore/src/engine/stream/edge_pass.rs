@@ -9,8 +9,9 @@
 //! The pass reads csr-out only: an undirected store holds both arcs of every edge there, and
 //! for a directed one each arc is one edge of the undirected graph.
 //!
-//! Memory: the program's state, csr-out's offsets (8 bytes per vertex, to know each arc's
-//! source) and the read buffers of [`super::reader`].
+//! Memory ([`EdgePassMemory`], the plan's parts and the run's ledger charges): the program's
+//! state, csr-out's offsets (8 bytes per vertex, to know each arc's source) and the read
+//! buffers of [`super::reader`].
 
 use std::time::Instant;
 
@@ -21,8 +22,7 @@ use super::{open_layout, stream_buffers, ChunkPlan, IoMode, MIN_BUFFER_BYTES};
 use crate::engine::{EdgePassIteration, EdgePassRun, IterationFigures, IterationStats, ReadMode, Runner};
 use crate::error::{Error, Result};
 use crate::program::EdgePass;
-use crate::runtime::format_size;
-use crate::runtime::DIRECT_ALIGN;
+use crate::runtime::{format_size, MemoryPart, DIRECT_ALIGN};
 use crate::store::csr::target_bytes_for;
 use crate::store::Direction;
 use crate::VertexId;
@@ -67,6 +67,15 @@ impl EdgePassMemory {
     pub fn total(&self) -> u64 {
         self.state + self.offsets + self.buffer_bytes * self.buffers as u64
     }
+
+    /// The parts the plan shows and the run charges to the ledger.
+    pub fn parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("vertex state", self.state),
+            MemoryPart::new("offsets", self.offsets),
+            MemoryPart::new("read buffers", self.buffer_bytes * self.buffers as u64),
+        ]
+    }
 }
 
 /// Runs `pass` over every arc of csr-out, reading as `io` says (`Auto`: O_DIRECT when csr-out
@@ -76,6 +85,7 @@ pub fn run<P: EdgePass>(runner: &Runner, pass: &P, io: IoMode) -> Result<()> {
     let options = &runner.options().stream;
     let n = store.num_vertices();
     let memory = EdgePassMemory::new(n, pass.state_bytes_per_vertex(), runner.memory().bytes(), options)?;
+    let _charges = runner.ledger().charge_parts(&memory.parts())?;
     let (layout, files) = open_layout(store, Direction::Out, false, io != IoMode::Buffered)?;
     let files = [files];
     let total_bytes = files[0].bytes();
@@ -218,10 +228,7 @@ pub fn plan(
         Ok(m) => m,
         Err(e) => return Plan::refused(engine, &work, e.to_string()),
     };
-    let mut plan = Plan::new(engine, &work)
-        .with_part("vertex state", memory.state)
-        .with_part("offsets", memory.offsets)
-        .with_part("read buffers", memory.buffer_bytes * memory.buffers as u64);
+    let mut plan = Plan::new(engine, &work).with_parts(memory.parts());
     plan.bytes_read = graph.csr_out_bytes;
     plan.seconds = ctx.model.transfer(plan.bytes_read).max(ctx.model.compute(work.edge_visits, rate));
     plan.single_process(ctx)

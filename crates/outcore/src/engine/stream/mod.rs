@@ -63,7 +63,7 @@ pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, Selectiv
 use super::Runner;
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
-use crate::runtime::format_size;
+use crate::runtime::{format_size, MemoryPart};
 use crate::store::{Direction, Store};
 use reader::EdgeFile;
 
@@ -182,6 +182,18 @@ impl MemoryPlan {
             + self.pull
     }
 
+    /// The plan's parts, as the planner shows them and the run charges them to the ledger.
+    pub fn parts(&self) -> [MemoryPart; 6] {
+        [
+            MemoryPart::new("vertex values", self.values),
+            MemoryPart::new("offsets", self.offsets),
+            MemoryPart::new("frontiers", self.frontiers),
+            MemoryPart::new("accumulators", self.accumulator * self.accumulators as u64),
+            MemoryPart::new("read buffers", self.buffer_bytes * self.buffers as u64),
+            MemoryPart::new("pulled messages", self.pull),
+        ]
+    }
+
     /// Sizes state, accumulators (up to `threads`) and buffers within `budget`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -234,6 +246,59 @@ impl MemoryPlan {
         let align = crate::runtime::DIRECT_ALIGN as u64;
         plan.buffer_bytes = per_buffer.min(options.max_buffer_bytes.max(MIN_BUFFER_BYTES)) / align * align;
         Ok(plan)
+    }
+}
+
+/// What a run keeps in memory beside its [`MemoryPlan`], from the room the budget leaves after
+/// it ([`resident`]): a prefix of the layout dense passes read, up to all of it, and, when all
+/// of it fits and pulls fold uniform messages, the [`pull::SourceOrder`] its first pull builds
+/// (from the room left and the accumulators pulls do not use). One sum for the plan's parts
+/// and the run's charges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResidentSizing {
+    /// Bytes the resident prefix may take.
+    pub edges: u64,
+    /// Bytes of the source order while the first pull renumbers (0: no order).
+    pub order: u64,
+}
+
+impl ResidentSizing {
+    /// `kept`: one layout is read densely on its own (the pull's, or the only push layout) and
+    /// resident edges are on; `edge_bytes`: bytes of one of its edges in memory; `ordered`: the
+    /// program's pulls order their sources (not one that sends one message per iteration, see
+    /// `run.rs`, `pull_iteration`).
+    pub fn new(plan: &MemoryPlan, budget: u64, graph: (u64, u64), edge_bytes: u64, kept: bool, ordered: bool) -> Self {
+        let (vertices, arcs) = graph;
+        if !kept {
+            return ResidentSizing::default();
+        }
+        let room = budget.saturating_sub(plan.total());
+        let layout = arcs * edge_bytes;
+        let edges = room.min(layout);
+        let spare_accumulators = plan.accumulator * (plan.accumulators as u64 - 1);
+        let order_bytes = pull::SourceOrder::bytes(vertices as usize).0;
+        let narrow = crate::store::csr::target_bytes_for(vertices) == 4;
+        let orders = ordered && plan.pull > 0 && narrow && layout <= room && order_bytes <= room - edges + spare_accumulators;
+        let order = if orders { order_charge(order_bytes, room - edges, spare_accumulators) } else { 0 };
+        ResidentSizing { edges, order }
+    }
+
+    pub fn parts(&self) -> [MemoryPart; 2] {
+        [MemoryPart::new("resident edges", self.edges), MemoryPart::new(SOURCE_ORDER, self.order)]
+    }
+}
+
+/// The ledger part of the [`pull::SourceOrder`].
+pub const SOURCE_ORDER: &str = "source order";
+
+/// What the source order charges to the ledger when `free` bytes are left beside the plan:
+/// all of it when it fits there, else it takes the memory of the accumulators pulls do not
+/// use first (`spare_accumulators`, whose charge stays and covers it) and charges the rest.
+pub fn order_charge(order_bytes: u64, free: u64, spare_accumulators: u64) -> u64 {
+    if order_bytes <= free {
+        order_bytes
+    } else {
+        order_bytes.saturating_sub(spare_accumulators)
     }
 }
 
@@ -412,28 +477,20 @@ struct FirstPull {
     edge_bytes: u64,
 }
 
-/// When the first pull over `first.layout` will leave all of it resident, and the memory left
-/// beside it plus `spare_accumulator_bytes` (accumulators that pulls do not use) holds a
-/// [`pull::SourceOrder`] by the degrees of `degree_offsets`: orders `sources` by it and returns
-/// the slot of each vertex, so that [`pass`] renumbers the ids as it copies them into memory.
-/// Every pull, this one included, then loads the messages of busy sources from a small,
-/// cache-resident part of the array.
-fn order_for_first_pull<M: Copy + Send + Sync>(
-    sources: &mut pull::Sources<M>,
+/// Whether the first pull over `first.layout` will leave all of it resident with `spare`
+/// bytes beside it (the ledger's free bytes plus accumulators that pulls do not use) for a
+/// [`pull::SourceOrder`] of `vertices`: the pull then orders the sources by degree and
+/// [`pass`] renumbers the ids as it copies them into memory. Every pull, this one included,
+/// then loads the messages of busy sources from a small, cache-resident part of the array.
+fn will_order_first_pull(
     resident: &resident::ResidentEdges,
     first: &FirstPull,
-    degree_offsets: &[u64],
+    vertices: usize,
     wide_ids: bool,
-    spare_accumulator_bytes: u64,
-) -> Option<Vec<u32>> {
-    let n = degree_offsets.len() - 1;
+    spare: u64,
+) -> bool {
     let layout_bytes = first.edges * first.edge_bytes;
-    let spare = resident.room_after(layout_bytes) + spare_accumulator_bytes;
-    if wide_ids || !resident.will_hold(first.layout, layout_bytes) || spare < pull::SourceOrder::bytes(n).0 {
-        return None;
-    }
-    let order = pull::SourceOrder::by_degree(degree_offsets);
-    Some(sources.order_by(order))
+    !wide_ids && resident.will_hold(first.layout, layout_bytes) && spare >= pull::SourceOrder::bytes(vertices).0
 }
 
 /// Streams `plans` through `consume`. A dense pass over one layout (`dense`) first hands

@@ -2,10 +2,11 @@
 //! (one streamed pass, see [`super::edge_pass`]) and vertex programs, when all vertex state fits ([`MemoryPlan`]); edges are streamed from disk
 //! every iteration, selectively (Redio §3), overlapped with compute.
 
-use super::{MemoryPlan, PullNeeds};
+use super::{MemoryPlan, PullNeeds, ResidentSizing};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 use crate::program::EdgeDirection;
+use crate::store::csr::target_bytes_for;
 
 /// The semi-external edge-centric engine (see [`super`]).
 pub struct StreamEngine;
@@ -49,23 +50,17 @@ impl Engine for StreamEngine {
             &ctx.options.stream,
             pull,
         );
-        let memory = match memory {
-            Ok((m, _)) => m,
+        let (memory, pulls) = match memory {
+            Ok(m) => m,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
         let adjacency = graph.adjacency_bytes(shape);
         // Selective scheduling reads about the active share of each iteration's edges.
         let arcs_read = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
         let passes = if arcs_read > 0.0 { (work.edge_visits / arcs_read).min(work.iterations) } else { 0.0 };
-        let resident = resident_edge_bytes(shape, graph, pull.is_some(), ctx, memory.total());
-        let mut plan = Plan::new(self.kind(), &work)
-            .with_part("vertex values", memory.values)
-            .with_part("offsets", memory.offsets)
-            .with_part("frontiers", memory.frontiers)
-            .with_part("accumulators", memory.accumulator * memory.accumulators as u64)
-            .with_part("read buffers", memory.buffer_bytes * memory.buffers as u64)
-            .with_part("pulled messages", memory.pull)
-            .with_part("resident edges", resident);
+        let resident = resident_sizing(shape, graph, pulls, ctx, &memory);
+        let mut plan = Plan::new(self.kind(), &work).with_parts(memory.parts()).with_parts(resident.parts());
+        let resident = resident.edges;
         // Offsets are read once; the first dense pass reads every edge, later ones take the
         // resident part from memory.
         let offsets = (graph.vertices + 1) * 8 * shape.layouts(graph.directed);
@@ -74,7 +69,7 @@ impl Engine for StreamEngine {
         plan.bytes_read = offsets + read.max(0.0) as u64;
         // Reading overlaps compute (a reader thread fills buffers ahead).
         let io = ctx.model.transfer(plan.bytes_read);
-        let rate = if pull.is_some() && shape.sends_uniform_messages && shape.applies_to_all {
+        let rate = if pulls && shape.sends_uniform_messages && shape.applies_to_all {
             ctx.model.rates.stream_pull
         } else {
             ctx.model.rates.stream
@@ -85,15 +80,19 @@ impl Engine for StreamEngine {
     }
 }
 
-/// Edge bytes the engine keeps in memory after its first dense pass (`resident.rs`): what the
-/// budget leaves after `planned` bytes, up to the edges of the layout dense passes read (csr-in
-/// when the program pulls, else csr-out when it reads one layout; none when it reads two).
-fn resident_edge_bytes(shape: &ProgramShape, graph: &PlanGraph, pulls: bool, ctx: &PlanContext, planned: u64) -> u64 {
-    if !ctx.options.stream.resident_edges || (!pulls && shape.layouts(graph.directed) != 1) {
-        return 0;
-    }
+/// What the run keeps in memory after its first dense pass (`resident.rs`): the room the
+/// budget leaves after the plan, for a prefix of the layout dense passes read (csr-in when the
+/// program pulls, else csr-out when it reads one layout; none when it reads two), and the
+/// source order of the first pull when all of it fits.
+fn resident_sizing(
+    shape: &ProgramShape,
+    graph: &PlanGraph,
+    pulls: bool,
+    ctx: &PlanContext,
+    memory: &MemoryPlan,
+) -> ResidentSizing {
+    let kept = ctx.options.stream.resident_edges && (pulls || shape.layouts(graph.directed) == 1);
     // Ids of 4 bytes below 2^32 vertices, and weights when the program reads them.
-    let id_bytes = if graph.vertices < 1 << 32 { 4 } else { 8 };
-    let edge_bytes = id_bytes + 8 * (graph.weighted && shape.uses_weights) as u64;
-    ctx.budget.saturating_sub(planned).min(graph.arcs * edge_bytes)
+    let edge_bytes = target_bytes_for(graph.vertices) + 8 * (graph.weighted && shape.uses_weights) as u64;
+    ResidentSizing::new(memory, ctx.budget, (graph.vertices, graph.arcs), edge_bytes, kept, !shape.sends_one_message)
 }

@@ -8,25 +8,27 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::{
-    apply, calibrate, fill_frontier, global_sums, open_layout, order_for_first_pull, pass, plan_memory, pull,
-    pull_from_memory_is_cheaper, push_plan, resident, Accumulator, ChunkPlan, ChunkReader, EdgeBuffer, FirstPull,
-    IndexedBitmap, IoMode, LayoutFiles, MemoryPlan, Scatter, Schedule, StreamLayout, StreamOptions, Streamed,
+    apply, calibrate, fill_frontier, global_sums, open_layout, order_charge, pass, plan_memory, pull,
+    pull_from_memory_is_cheaper, push_plan, resident, will_order_first_pull, Accumulator, ChunkPlan, ChunkReader,
+    EdgeBuffer, FirstPull, IndexedBitmap, IoMode, LayoutFiles, MemoryPlan, ResidentSizing, Scatter, Schedule,
+    StreamLayout, StreamOptions, Streamed, SOURCE_ORDER,
 };
 use crate::engine::{Delivery, IterationFigures, IterationStats, ReadMode, Runner, StreamIteration, StreamRun};
 use crate::error::{Error, Result};
 use crate::program::{Control, EdgeDirection, IterationContext, VertexProgram};
-use crate::runtime::{format_size, ProgressUnit};
+use crate::runtime::{format_size, Charge, ProgressUnit};
 use crate::store::csr::target_bytes_for;
 use crate::store::Direction;
 
 /// Runs a vertex program on the stream engine; values in dense-id order.
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
     let options = runner.options().stream.clone();
-    let (plan, layouts) = RunLayouts::open(runner, program, &options)?;
+    let (memory, layouts) = RunLayouts::open(runner, program, &options)?;
+    let plan = memory.plan;
     let info = runner.graph_info();
     let gap = calibrate::resolve_gap_threshold(options.gap_threshold, runner.store().dir());
     let mut values: Vec<P::Value> = (0..info.num_vertices).into_par_iter().map(|v| program.init(v, &info)).collect();
-    let mut state = RunState::new(runner, program, &plan, &layouts, &options)?;
+    let mut state = RunState::new(runner, program, memory, &layouts, &options)?;
     let run = Run { runner, program, options: &options, plan: &plan, layouts: &layouts, gap };
     let (mut active_vertices, mut active_edges) =
         fill_frontier(&mut state.frontier, &layouts.offsets()[..layouts.push_layouts], |v| {
@@ -112,6 +114,14 @@ struct Run<'a, P> {
     gap: calibrate::GapThreshold,
 }
 
+/// The run's memory: its plan, what it keeps of the edges, and the ledger charges of both,
+/// taken before anything is allocated.
+struct RunMemory {
+    plan: MemoryPlan,
+    resident: ResidentSizing,
+    charges: Vec<Charge>,
+}
+
 /// The layouts a run reads, opened once: offsets in memory, edge files on disk.
 struct RunLayouts {
     layouts: Vec<StreamLayout>,
@@ -132,9 +142,9 @@ struct RunLayouts {
 }
 
 impl RunLayouts {
-    /// Plans the run's memory and opens what it reads: an undirected store's csr-out already
-    /// holds both directions.
-    fn open<P: VertexProgram>(runner: &Runner, program: &P, options: &StreamOptions) -> Result<(MemoryPlan, Self)> {
+    /// Plans the run's memory, charges it, and opens what it reads: an undirected store's
+    /// csr-out already holds both directions.
+    fn open<P: VertexProgram>(runner: &Runner, program: &P, options: &StreamOptions) -> Result<(RunMemory, Self)> {
         let store = runner.store();
         let directions: &[Direction] = match (program.direction(), store.is_directed()) {
             (EdgeDirection::Out, _) | (_, false) => &[Direction::Out],
@@ -146,6 +156,13 @@ impl RunLayouts {
         let degrees_apart = directions[0] != Direction::Out;
         let use_weights = program.uses_weights() && store.is_weighted();
         let (plan, reverse) = plan_memory(runner, program, directions, degrees_apart, options)?;
+        let memory = charge_memory(
+            runner,
+            plan,
+            use_weights,
+            options.resident_edges && (reverse.is_some() || directions.len() == 1),
+            !program.sends_one_message_per_iteration(),
+        )?;
         let want_direct = options.io != IoMode::Buffered;
         let (mut layouts, mut files) = (Vec::new(), Vec::new());
         for &direction in directions.iter().chain(reverse.filter(|d| !directions.contains(d)).as_ref()) {
@@ -179,7 +196,7 @@ impl RunLayouts {
             wide,
             weights: use_weights,
         };
-        Ok((plan, layouts))
+        Ok((memory, layouts))
     }
 
     fn offsets(&self) -> Vec<&[u64]> {
@@ -209,22 +226,28 @@ struct RunState<M> {
     sources: Option<pull::Sources<M>>,
     accumulators: Vec<Accumulator<M>>,
     pool: Vec<EdgeBuffer>,
-    /// What the budget leaves after the plan, for edges of dense passes kept in memory.
+    /// The room for edges of dense passes kept in memory ([`ResidentSizing`]).
     resident_room: u64,
     resident: resident::ResidentEdges,
-    /// The layout whose resident ids were renumbered for pulls ([`order_for_first_pull`]).
+    /// The layout whose resident ids were renumbered for pulls ([`will_order_first_pull`]).
     renumbered: Option<usize>,
     page_cache: u64,
+    /// The ledger charges of the plan and the resident edges.
+    _charges: Vec<Charge>,
+    /// The ledger charge of the source order, once the first pull builds it (held while the
+    /// sources are ordered).
+    order: Option<Charge>,
 }
 
 impl<M: Copy + Send + Sync> RunState<M> {
     fn new<P: VertexProgram<Msg = M>>(
         runner: &Runner,
         program: &P,
-        plan: &MemoryPlan,
+        memory: RunMemory,
         layouts: &RunLayouts,
         options: &StreamOptions,
     ) -> Result<Self> {
+        let plan = &memory.plan;
         let n = runner.graph_info().num_vertices as usize;
         let accumulator = || Accumulator {
             msgs: vec![program.identity(); n],
@@ -232,7 +255,7 @@ impl<M: Copy + Send + Sync> RunState<M> {
             edges: 0,
             bad_target: None,
         };
-        let room = if options.resident_edges { runner.memory().bytes().saturating_sub(plan.total()) } else { 0 };
+        let room = memory.resident.edges;
         Ok(RunState {
             frontier: IndexedBitmap::new(n, options.partition_bits),
             next: IndexedBitmap::new(n, options.partition_bits),
@@ -244,6 +267,8 @@ impl<M: Copy + Send + Sync> RunState<M> {
             resident: resident::ResidentEdges::new(room),
             renumbered: None,
             page_cache: super::page_cache_estimate(runner.memory().bytes()),
+            _charges: memory.charges,
+            order: None,
         })
     }
 
@@ -361,23 +386,15 @@ fn pull_iteration<P: VertexProgram>(
     let offsets = layouts.offsets();
     let mut scatter_seconds = 0.0f64;
     let mut slot_of: Option<Vec<u32>> = None;
-    if let Some(sources) = state.sources.as_mut() {
+    if state.sources.is_some() {
         let computing = Instant::now();
         // A program whose active sources all send one message (BFS) folds a bit per source, and
         // the 300 KB of bits of RMAT-22 stay in the L2 cache in any order: renumbering 65 M ids
         // as they are copied (a quarter of a BFS's run) would buy nothing.
         if state.renumbered.is_none() && !program.sends_one_message_per_iteration() {
-            let first = FirstPull { layout: r, edges: layouts.edges(r), edge_bytes: layouts.files[r].edge_bytes() };
-            let spare_accumulators = run.plan.accumulator * (state.accumulators.len() as u64 - 1);
-            slot_of =
-                order_for_first_pull(sources, &state.resident, &first, offsets[0], layouts.wide, spare_accumulators);
-            let order_bytes = pull::SourceOrder::bytes(values.len()).0;
-            if slot_of.is_some() && state.resident.room_after(first.edges * first.edge_bytes) < order_bytes {
-                // Accumulators beyond the first serve only parallel pushes: their memory goes
-                // to the order (later pushes, if any, scatter on one thread).
-                state.accumulators.truncate(1);
-            }
+            slot_of = order_first_pull(run, state, r, values.len())?;
         }
+        let sources = state.sources.as_mut().expect("checked above");
         sources.prepare(program, values, &state.frontier, layouts.out_offsets());
         scatter_seconds += computing.elapsed().as_secs_f64();
     }
@@ -417,9 +434,40 @@ fn pull_iteration<P: VertexProgram>(
             // Not all of the layout stayed in memory (against the prediction): later passes
             // read ids from disk as they are, so the kept prefix gets its ids back.
             state.resident.renumber(&vertex_at);
+            state.order = None;
         }
     }
     Ok(Passed { resident_edges, streamed, scatter_seconds })
+}
+
+/// Orders the sources by degree for the first pull over layout `r` when all of it will stay
+/// resident with room for the order ([`will_order_first_pull`]), charging the order to the
+/// ledger ([`order_charge`]: the accumulators pulls do not use give it their memory first when
+/// the ledger's free bytes are short); returns the slot of each vertex, for [`pass`] to
+/// renumber the copied ids.
+fn order_first_pull<P: VertexProgram>(
+    run: &Run<'_, P>,
+    state: &mut RunState<P::Msg>,
+    r: usize,
+    n: usize,
+) -> Result<Option<Vec<u32>>> {
+    let layouts = run.layouts;
+    let first = FirstPull { layout: r, edges: layouts.edges(r), edge_bytes: layouts.files[r].edge_bytes() };
+    let spare_accumulators = run.plan.accumulator * (state.accumulators.len() as u64 - 1);
+    let free = run.runner.ledger().left();
+    if !will_order_first_pull(&state.resident, &first, n, layouts.wide, free + spare_accumulators) {
+        return Ok(None);
+    }
+    let order_bytes = pull::SourceOrder::bytes(n).0;
+    if free < order_bytes {
+        // Accumulators beyond the first serve only parallel pushes: their memory goes to the
+        // order (later pushes, if any, scatter on one thread).
+        state.accumulators.truncate(1);
+    }
+    let charged = order_charge(order_bytes, free, spare_accumulators);
+    state.order = Some(run.runner.ledger().charge(SOURCE_ORDER, charged)?);
+    let sources = state.sources.as_mut().expect("pulls of uniform messages");
+    Ok(Some(sources.order_by(pull::SourceOrder::by_degree(layouts.offsets()[0]))))
 }
 
 /// Streams the frontier's chunks of the push layouts (all of them when dense) and scatters
@@ -476,6 +524,18 @@ fn push_iteration<P: VertexProgram>(
 fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
     let runner = run.runner;
     ChunkReader { layouts: &run.layouts.files, direct: step.direct, cancel: runner.cancel_token() }
+}
+
+/// Charges the run's plan and what it keeps resident (`kept`: one layout is read densely on
+/// its own and resident edges are on) to the ledger.
+fn charge_memory(runner: &Runner, plan: MemoryPlan, weights: bool, kept: bool, ordered: bool) -> Result<RunMemory> {
+    let info = runner.graph_info();
+    let edge_bytes = target_bytes_for(info.num_vertices) + if weights { 8 } else { 0 };
+    let budget = runner.memory().bytes();
+    let resident = ResidentSizing::new(&plan, budget, (info.num_vertices, info.num_arcs), edge_bytes, kept, ordered);
+    let mut charges = runner.ledger().charge_parts(&plan.parts())?;
+    charges.extend(runner.ledger().charge_parts(&resident.parts()[..1])?);
+    Ok(RunMemory { plan, resident, charges })
 }
 
 /// The run's set-up, once, in the stats' `stream` section.

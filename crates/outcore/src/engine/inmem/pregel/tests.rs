@@ -262,11 +262,3 @@ fn supersteps_run_on_several_threads() {
     assert!(threads[0] > 1, "superstep 0 ran on {} thread(s) of 4", threads[0]);
     assert!(threads.iter().all(|&t| (1..=4).contains(&t)), "{threads:?}");
 }
-
-/// The planner (`inmem_plan.rs`) prices a Pregel run with these very figures.
-#[test]
-fn the_plan_charges_what_the_run_checks() {
-    let (per_vertex, per_message) = budget::<Mixed>();
-    assert_eq!(per_vertex, std::mem::size_of::<MixedValue>() as u64 + 44);
-    assert_eq!(per_message, 12 + 2 * std::mem::size_of::<(u64, f64)>() as u64);
-}

@@ -1,0 +1,177 @@
+//! The memory ledger (`runtime/ledger.rs`) against the planner: on every engine, a run charges
+//! each part of its sizing to the run's ledger, and the peak of every part equals the part of
+//! the plan the run recorded (`RunStats::plan`), with budgets small enough that stream keeps
+//! only part of its edges resident, cache evicts pages, shards splits the graph in several
+//! shards and nwsm in several ranges. A run never charges more than the budget.
+
+#[path = "cache_support/mod.rs"]
+mod cache_support;
+
+use std::collections::BTreeMap;
+
+use cache_support::{build, erdos_renyi, rmat, Graph};
+use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::nwsm::NwsmOptions;
+use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
+use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
+use outcore::runtime::MemoryBudget;
+use outcore::store::Store;
+
+struct TestGraph {
+    _dir: tempfile::TempDir,
+    store: Store,
+}
+
+fn store_of(g: &Graph) -> TestGraph {
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(&dir.path().join("g"), g);
+    TestGraph { _dir: dir, store }
+}
+
+fn options(engine: EngineKind, memory: u64) -> RunOptions {
+    RunOptions { engine, memory: MemoryBudget::new(memory), ..RunOptions::default() }
+}
+
+fn params(algorithm: &str) -> AlgorithmParams {
+    let mut p = AlgorithmParams { source: Some(cache_support::original(1)), ..AlgorithmParams::default() };
+    match algorithm {
+        "pr" => p.iterations = Some(4),
+        "wcc-union-find" => p.method = Some("union-find".into()),
+        "wcc" => p.method = Some("propagation".into()),
+        _ => {}
+    }
+    p
+}
+
+fn run(store: &Store, options: RunOptions, algorithm: &str) -> RunStats {
+    let runner = Runner::new(store, options);
+    let name = algorithm.strip_suffix("-union-find").unwrap_or(algorithm);
+    run_algorithm(&runner, name, &params(algorithm)).unwrap_or_else(|e| panic!("{algorithm}: {e}"));
+    runner.finish(name)
+}
+
+/// The peak of every part the run charged equals the part of its plan, and the peak of all
+/// charges stays within the budget.
+fn assert_ledger_is_plan(what: &str, stats: &RunStats) {
+    let plan = stats.plan.as_ref().unwrap_or_else(|| panic!("{what}: a run records its plan"));
+    let planned: BTreeMap<String, u64> = plan.memory.iter().map(|p| (p.part.to_string(), p.bytes)).collect();
+    let charged: BTreeMap<String, u64> =
+        stats.memory_ledger.parts.iter().map(|p| (p.part.clone(), p.peak_bytes)).collect();
+    assert_eq!(charged, planned, "{what}: the ledger's peaks against the plan's parts");
+    let peak = stats.memory_ledger.peak_bytes;
+    assert!(peak > 0 && peak <= stats.memory_budget_bytes, "{what}: peak {peak} of {}", stats.memory_budget_bytes);
+    assert!(peak <= plan.memory_total(), "{what}: peak {peak}, planned {}", plan.memory_total());
+}
+
+#[test]
+fn inmem_charges_its_plan_for_every_program_form() {
+    for directed in [true, false] {
+        let g = store_of(&rmat(10, 8, 3, directed));
+        // pr and bfs are vertex programs (bfs pulls with both layouts loaded), lcc a Pregel
+        // program, tc a neighborhood query, wcc by union-find an edge pass.
+        for algorithm in ["pr", "bfs", "lcc", "tc", "wcc-union-find"] {
+            let stats = run(&g.store, options(EngineKind::InMemory, 64 << 20), algorithm);
+            assert_ledger_is_plan(&format!("inmem {algorithm} directed={directed}"), &stats);
+        }
+    }
+}
+
+/// Stream with all of csr-in resident (its sources ordered for pulls: the order is a part),
+/// then with a budget that keeps half of it; and an edge pass.
+#[test]
+fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let stats = run(&g.store, options(EngineKind::Stream, 64 << 20), "pr");
+    assert_ledger_is_plan("stream pr, all resident", &stats);
+    let setup = stats.figures.stream.clone().unwrap();
+    let layout = setup.resident_room_bytes;
+    assert!(stats.memory_ledger.part("source order") > 0, "{:?}", stats.memory_ledger);
+
+    let budget = setup.planned_bytes + layout / 2;
+    let stats = run(&g.store, options(EngineKind::Stream, budget), "pr");
+    assert_ledger_is_plan("stream pr, half resident", &stats);
+    let resident = stats.memory_ledger.part("resident edges");
+    assert!(resident > 0 && resident < layout, "{resident} of {layout}");
+    assert_eq!(stats.memory_ledger.part("source order"), 0);
+
+    let stats = run(&g.store, options(EngineKind::Stream, 1 << 20), "wcc-union-find");
+    assert_ledger_is_plan("stream edge pass", &stats);
+}
+
+/// Cache with a few pages of cache: the first run computes the static-cache selection (its
+/// working memory charged while it runs, before the caches), the next loads it.
+#[test]
+fn cache_charges_its_plan_and_the_selection_while_it_runs() {
+    let g = store_of(&erdos_renyi(2000, 12_000, 7, true, false));
+    let cache =
+        CacheOptions { page_size: 4096, selection: SelectionMethod::Gvs, gvs_rounds: 2, ..CacheOptions::default() };
+    let memory = budget_for_cache_bytes(&g.store, &cache, 96 << 10);
+    let cache_options = RunOptions { cache, ..options(EngineKind::Cache, memory) };
+    let first = run(&g.store, cache_options.clone(), "bfs");
+    assert!(first.memory_ledger.part("static cache selection") > 0, "{:?}", first.memory_ledger);
+    assert!(first.memory_ledger.peak_bytes <= memory);
+    let stats = run(&g.store, cache_options, "bfs");
+    assert_ledger_is_plan("cache bfs", &stats);
+    let figures = stats.figures.cache.as_ref().unwrap();
+    assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
+}
+
+/// Shards with values in memory over several shards (the plan reads the built layout's
+/// largest interval and shard), and with values on disk, statically and with dynamic shards.
+#[test]
+fn shards_charges_its_plan_in_memory_and_disk_modes() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let shards = |values, dynamic| ShardsOptions { values, dynamic, ..ShardsOptions::default() };
+    let memory_mode = RunOptions {
+        shards: shards(ShardValues::Memory, Some(DynamicPolicy::Off)),
+        ..options(EngineKind::Shards, 128 << 10)
+    };
+    run(&g.store, memory_mode.clone(), "pr");
+    let stats = run(&g.store, memory_mode, "pr");
+    assert_ledger_is_plan("shards pr, values in memory", &stats);
+    assert!(stats.figures.shards.as_ref().unwrap().shards > 1);
+
+    for (algorithm, dynamic) in [("pr", DynamicPolicy::Off), ("wcc", DynamicPolicy::Ods)] {
+        let disk =
+            RunOptions { shards: shards(ShardValues::Disk, Some(dynamic)), ..options(EngineKind::Shards, 1 << 20) };
+        let stats = run(&g.store, disk, algorithm);
+        assert_ledger_is_plan(&format!("shards {algorithm}, values on disk, {dynamic:?}"), &stats);
+        assert!(stats.figures.shards.as_ref().unwrap().shards > 1);
+    }
+}
+
+/// nwsm over several ranges (a budget far below what the lists need at once), once the layout
+/// is built (the plan reads its ranges and pages).
+#[test]
+fn nwsm_charges_its_plan() {
+    let g = store_of(&rmat(11, 8, 5, false));
+    let nwsm = RunOptions { nwsm: NwsmOptions { page_size: 512, ranks: 2 }, ..options(EngineKind::Nwsm, 160 << 10) };
+    run(&g.store, nwsm.clone(), "tc");
+    let stats = run(&g.store, nwsm, "tc");
+    assert_ledger_is_plan("nwsm tc", &stats);
+    assert!(stats.figures.nwsm.as_ref().unwrap().q > 1);
+}
+
+/// Pregel at W = 1: the rank's vertex records and message buffers.
+#[test]
+fn pregel_charges_its_plan_at_one_rank() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
+    let stats = run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
+    assert_ledger_is_plan("pregel pr", &stats);
+}
+
+/// A run whose engine would charge more than the budget is refused with the ledger's or the
+/// engine's message, never a panic: an algorithm's reservation leaves too little.
+#[test]
+fn a_reservation_counts_against_what_engines_may_charge() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let runner = Runner::new(&g.store, options(EngineKind::InMemory, 4 << 20));
+    runner.reserve_memory((4 << 20) - (16 << 10), "test state").unwrap();
+    let err = run_algorithm(&runner, "pr", &params("pr")).unwrap_err();
+    assert!(matches!(err, outcore::Error::MemoryBudget(_)), "{err}");
+    let stats = runner.finish("pr");
+    assert_eq!(stats.memory_ledger.part("algorithm state"), (4 << 20) - (16 << 10));
+    assert!(stats.memory_ledger.peak_bytes <= 4 << 20);
+}
