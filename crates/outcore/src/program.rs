@@ -180,7 +180,8 @@ pub trait VertexProgram: Sync + Send {
     /// [`pull_wants`](Self::pull_wants) holds, scans its arcs *against* the program's
     /// direction (in-arcs `s → t` for [`EdgeDirection::Out`], out-arcs for
     /// [`EdgeDirection::In`]), folds `scatter(value(s), EdgeRef { source: s, target: t, .. })`
-    /// of the active `s` with `combine` in ascending `s` order, and stops as soon as
+    /// of the active `s` with `combine` in ascending `s` order (or, where nothing can stop the fold
+    /// early, in interleaved partial folds: `combine` is associative and commutative), and stops as soon as
     /// [`pull_satisfied`](Self::pull_satisfied) holds for the fold so far. A program that says
     /// true promises that this gives every vertex the same `apply` result as the push form:
     /// a vertex that does not want messages would not change nor become active from any, and

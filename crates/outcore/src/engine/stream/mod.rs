@@ -278,7 +278,8 @@ impl ResidentSizing {
         let spare_accumulators = plan.accumulator * (plan.accumulators as u64 - 1);
         let order_bytes = pull::SourceOrder::bytes(vertices as usize).0;
         let narrow = crate::store::csr::target_bytes_for(vertices) == 4;
-        let orders = ordered && plan.pull > 0 && narrow && layout <= room && order_bytes <= room - edges + spare_accumulators;
+        let orders =
+            ordered && plan.pull > 0 && narrow && layout <= room && order_bytes <= room - edges + spare_accumulators;
         let order = if orders { order_charge(order_bytes, room - edges, spare_accumulators) } else { 0 };
         ResidentSizing { edges, order }
     }

@@ -26,8 +26,8 @@
 //!
 //! **Order.** A target's list may span pieces and buffers. Its slot holds the fold so far and
 //! the next piece folds on into it, so every target's messages are folded in ascending source
-//! order in one chain, whatever the buffer size or the thread count: pulled results are the
-//! same in every run.
+//! order in one chain (in [`LANES`] interleaved chains when every source sends, PageRank),
+//! whatever the buffer size or the thread count: pulled results are the same in every run.
 
 use rayon::prelude::*;
 
@@ -133,7 +133,7 @@ impl<M: Copy + Send + Sync> Sources<M> {
 /// degree send 75% of the messages (RMAT-22), and packed together their messages stay in the
 /// L2 cache instead of each taking its own cache line of a 19 MB array. The pulled ids are
 /// renumbered once, in memory ([`super::resident::ResidentEdges::renumber`]); each target's
-/// edges keep their order, so every fold and result stays bit for bit the same.
+/// edges keep their order, so every fold and result stays the same in every run.
 pub struct SourceOrder {
     /// The slot of each vertex.
     pub slot_of: Vec<u32>,
@@ -266,9 +266,7 @@ impl<P: VertexProgram> Pull<'_, P> {
             let fold =
                 Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
             let fold = match self.sources {
-                Some(sources) if sources.all => {
-                    self.fold::<WIDE>(edges, from, to, fold, |s| sources.ahead(s), |s, _| Some(sources.sent[s]))
-                }
+                Some(sources) if sources.all => self.fold_every_source::<WIDE>(edges, from, to, fold, sources),
                 Some(sources) => self.fold::<WIDE>(
                     edges,
                     from,
@@ -352,7 +350,69 @@ impl<P: VertexProgram> Pull<'_, P> {
         }
         fold
     }
+
+    /// Folds the messages of edges `[from, to)` when every source sends (PageRank) into
+    /// [`LANES`] partial folds, arc `k` into lane `k % LANES`, combined at the end.
+    ///
+    /// **Why.** Folding into one accumulator makes every arc wait for the arc before it
+    /// (a floating-point add takes 4 cycles), however fast its message loads; independent lanes
+    /// let the CPU overlap them. `combine` is associative and commutative, so the result is
+    /// the same up to rounding, and the same in every run. A fold is never cut short here:
+    /// past [`pull_satisfied`](VertexProgram::pull_satisfied) further messages change nothing
+    /// `apply` sees, and programs that stop early do not make every source send.
+    #[inline(always)]
+    fn fold_every_source<const WIDE: bool>(
+        &self,
+        edges: &Edges<'_>,
+        from: u64,
+        to: u64,
+        mut fold: Fold<P::Msg>,
+        sources: &Sources<P::Msg>,
+    ) -> Fold<P::Msg> {
+        let width = if WIDE { 8 } else { 4 };
+        let (a, b) = ((from - edges.first) as usize, (to - edges.first) as usize);
+        if a == b {
+            return fold;
+        }
+        let sent = sources.sent.as_slice();
+        let decode = |id: &[u8]| {
+            if WIDE {
+                u64::from_le_bytes(id.try_into().unwrap()) as usize
+            } else {
+                u32::from_le_bytes(id.try_into().unwrap()) as usize
+            }
+        };
+        let mut later = edges.ids.get((a + PREFETCH_DISTANCE) * width..).unwrap_or_default().chunks_exact(width);
+        let mut lanes = [self.program.identity(); LANES];
+        let mut fold_into = |lane: &mut P::Msg, id: &[u8]| {
+            if let Some(later) = later.next() {
+                sources.ahead(decode(later));
+            }
+            match sent.get(decode(id)) {
+                Some(&msg) => *lane = self.program.combine(*lane, msg),
+                None => fold.bad = Some(decode(id) as u64),
+            }
+        };
+        let mut groups = edges.ids[a * width..b * width].chunks_exact(LANES * width);
+        for group in &mut groups {
+            for (lane, id) in lanes.iter_mut().zip(group.chunks_exact(width)) {
+                fold_into(lane, id);
+            }
+        }
+        for (lane, id) in lanes.iter_mut().zip(groups.remainder().chunks_exact(width)) {
+            fold_into(lane, id);
+        }
+        fold.edges += (b - a) as u64;
+        let [l0, l1, l2, l3] = lanes;
+        let combine = |x, y| self.program.combine(x, y);
+        fold.acc = combine(fold.acc, combine(combine(l0, l1), combine(l2, l3)));
+        fold.any = true;
+        fold
+    }
 }
+
+/// Partial folds of [`Pull::fold_every_source`].
+const LANES: usize = 4;
 
 /// The edges of one piece: `[first, end)` of the reverse layout.
 struct Edges<'a> {
