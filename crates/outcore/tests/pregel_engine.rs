@@ -655,10 +655,11 @@ fn resident_lists_are_read_once_and_computed_on_several_threads() {
     let read: Vec<u64> = stats.per_iteration.iter().map(|i| i.bytes_read).collect();
     assert!(read[0] >= g.store.num_arcs() * 8, "{read:?}");
     assert!(read[1..].iter().all(|&b| b == 0), "resident lists are read once: {read:?}");
-    let (streamed, _, stats) = one_rank(&g.store, 600 << 10, false);
+    let (streamed, _, stats) = one_rank(&g.store, 450 << 10, false);
     assert_eq!(charged(&stats, "resident edge lists"), 0);
     let read: Vec<u64> = stats.per_iteration.iter().map(|i| i.bytes_read).collect();
-    assert!(read.iter().all(|&b| b >= g.store.num_arcs() * 8), "streamed every step: {read:?}");
+    // Every step but the last, which only applies (pr scatters 10 times) and skips the lists.
+    assert!(read[..10].iter().all(|&b| b >= g.store.num_arcs() * 8), "streamed every step: {read:?}");
     assert!(stats.per_iteration.iter().all(|i| i.figures.pregel().unwrap().threads == 1));
     assert_eq!(resident, streamed, "the same folds in the same order");
     for (v, (a, b)) in expected.iter().zip(&resident).enumerate() {
