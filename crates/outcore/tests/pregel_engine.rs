@@ -11,10 +11,11 @@ use outcore::engine::pregel::{partition, PregelOptions};
 use outcore::engine::{EngineKind, PregelIteration, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
+use outcore::program::{GraphInfo, PregelContext, PregelProgram};
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
 use outcore::store::{Direction, Store};
 use outcore::transport::{InProcessTransport, Transport};
-use outcore::Error;
+use outcore::{Error, VertexId};
 
 const ALGORITHMS: [&str; 6] = ["pr", "pr-delta", "sssp", "bfs", "wcc", "cdlp"];
 
@@ -584,4 +585,89 @@ fn message_files_shrink_to_fit_beside_the_vertex_records() {
     let b = stats.figures.pregel.as_ref().unwrap().message_file_size;
     let vertex_records = g.store.num_vertices() * (partition::VERTEX_RECORD_BYTES + 8 + 1);
     assert!(b < budget / 12 && vertex_records + 6 * b <= budget, "B = {b}");
+}
+
+/// Sends its name along out-arcs for three supersteps; vertex 0 sleeps in superstep 0 so that
+/// other threads take the other chunks of the wave.
+struct Slow;
+
+impl PregelProgram for Slow {
+    type Value = u64;
+    type Msg = u64;
+    fn init(&self, _: VertexId, _: &GraphInfo) -> u64 {
+        0
+    }
+    fn compute(&self, ctx: &mut dyn PregelContext<u64>, value: &mut u64, messages: &[u64]) {
+        if ctx.vertex() == 0 && ctx.superstep() == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // Order-free: engines may deliver a vertex's messages in different orders.
+        *value = value.wrapping_mul(31).wrapping_add(messages.iter().fold(0, |a, &m| a.wrapping_add(m * m)));
+        if ctx.superstep() < 3 {
+            for t in ctx.out_neighbors().to_vec() {
+                ctx.send(t, ctx.vertex() + 1);
+            }
+        } else {
+            ctx.vote_to_halt();
+        }
+    }
+}
+
+/// Runs pr (or `Slow`) on one rank of the recoded partition, in a pool of four threads.
+fn one_rank(store: &Store, memory: u64, slow: bool) -> (Vec<f64>, Vec<u64>, RunStats) {
+    let options = RunOptions {
+        engine: EngineKind::Pregel,
+        memory: MemoryBudget::new(memory),
+        pregel: PregelOptions { message_file_size: Some(4096), recoded: true, ..PregelOptions::default() },
+        ..RunOptions::default()
+    };
+    let runner = Runner::new(store, options);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    if slow {
+        let values = pool.install(|| runner.run_pregel_wire(&Slow)).unwrap();
+        (Vec::new(), values, runner.finish("slow"))
+    } else {
+        let p = AlgorithmParams { iterations: Some(10), ..AlgorithmParams::default() };
+        let result = pool.install(|| run_algorithm(&runner, "pr", &p)).unwrap();
+        let ValueColumn::Float(ranks) = &result.columns[0].1 else { panic!("pr gives floats") };
+        (ranks.clone(), Vec::new(), runner.finish("pr"))
+    }
+}
+
+fn charged(stats: &RunStats, part: &str) -> u64 {
+    stats.memory_ledger.parts.iter().find(|p| p.part == part).map_or(0, |p| p.peak_bytes)
+}
+
+/// With a budget that holds the rank's lists, they are read at the first superstep only and the
+/// rank computes its vertices on several threads; with one that does not, they are streamed
+/// every superstep on the rank's own thread. Both equal inmem (pr: to the last bit of a run
+/// that folds every message in sending order, as the sequential loop did).
+#[test]
+fn resident_lists_are_read_once_and_computed_on_several_threads() {
+    let g =
+        graph(Rmat::new(RmatConfig { scale: 11, edge_factor: 8, seed: 9, ..RmatConfig::default() }).unwrap(), false);
+    partition::partition(&g.store, 1, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    let expected = inmem(&g.store, "pr", &AlgorithmParams { iterations: Some(10), ..AlgorithmParams::default() });
+    let ValueColumn::Float(expected) = &expected.columns[0].1 else { panic!("pr gives floats") };
+    let (resident, _, stats) = one_rank(&g.store, 64 << 20, false);
+    let lists = g.store.num_arcs() * 4;
+    assert_eq!(charged(&stats, "resident edge lists"), lists, "narrow recoded names, 4 bytes an arc");
+    let read: Vec<u64> = stats.per_iteration.iter().map(|i| i.bytes_read).collect();
+    assert!(read[0] >= g.store.num_arcs() * 8, "{read:?}");
+    assert!(read[1..].iter().all(|&b| b == 0), "resident lists are read once: {read:?}");
+    let (streamed, _, stats) = one_rank(&g.store, 450 << 10, false);
+    assert_eq!(charged(&stats, "resident edge lists"), 0);
+    let read: Vec<u64> = stats.per_iteration.iter().map(|i| i.bytes_read).collect();
+    // Every step but the last, which only applies (pr scatters 10 times) and skips the lists.
+    assert!(read[..10].iter().all(|&b| b >= g.store.num_arcs() * 8), "streamed every step: {read:?}");
+    assert!(stats.per_iteration.iter().all(|i| i.figures.pregel().unwrap().threads == 1));
+    assert_eq!(resident, streamed, "the same folds in the same order");
+    for (v, (a, b)) in expected.iter().zip(&resident).enumerate() {
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(*b) + 1e-15, "vertex {v}: {a} vs {b}");
+    }
+    let (_, slow, stats) = one_rank(&g.store, 64 << 20, true);
+    let options = RunOptions { engine: EngineKind::InMemory, ..RunOptions::default() };
+    assert_eq!(slow, Runner::new(&g.store, options).run_pregel_wire(&Slow).unwrap());
+    let threads = stats.per_iteration[0].figures.pregel().unwrap().threads;
+    assert!(threads > 1, "superstep 0 ran on {threads} thread(s) of 4");
 }

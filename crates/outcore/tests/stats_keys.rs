@@ -197,6 +197,7 @@ const PREGEL: &[&str] = &[
     ".per_iteration[].messages_combined_locally:int",
     ".per_iteration[].messages_sent:int",
     ".per_iteration[].messages_sent_all_ranks:int",
+    ".per_iteration[].threads:int",
     ".pregel:object",
     ".pregel.message_file_size:int",
     ".pregel.naming:str",

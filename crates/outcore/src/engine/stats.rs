@@ -288,6 +288,8 @@ pub struct PregelIteration {
     pub edge_stream_seeks: u64,
     /// Vertices awake after the step, over all ranks.
     pub awake_after: u64,
+    /// Threads that computed a chunk of the rank's vertices (several only with resident lists).
+    pub threads: u64,
 }
 
 /// One neighborhood query on nwsm, summed over the ranks. The run repeats the last query's

@@ -46,6 +46,8 @@
 //! an empty vector (the front ends write results on rank 0 only).
 
 mod checkpoint;
+mod lists;
+mod parallel;
 pub mod partition;
 pub mod plan;
 mod rank;
@@ -55,12 +57,14 @@ mod streams;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{
-    global_contributions, Aggregates, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext,
-    PregelProgram, VertexProgram, Wire,
+    global_contributions, Control, EdgeDirection, EdgeRef, GraphInfo, IterationContext, PregelContext, PregelProgram,
+    VertexProgram, Wire,
 };
 use crate::transport::{InProcessTransport, Transport};
 use crate::VertexId;
-use rank::{ListCursor, RankSettings, StepProgram, Totals, VertexRecord};
+use lists::ListCursor;
+use parallel::Sink;
+use rank::{RankSettings, StepProgram, Totals, VertexRecord};
 
 /// The default size of a message file (GraphD's B).
 pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;
@@ -236,8 +240,7 @@ where
         messages: &[P::Msg],
         lists: &mut ListCursor,
         previous: &Totals,
-        send: &mut dyn FnMut(u64, P::Msg),
-        totals: &mut Totals,
+        out: &mut Sink<P::Msg>,
     ) -> Result<bool> {
         let p = self.program;
         let active = if step == 0 {
@@ -255,32 +258,32 @@ where
             false
         };
         let [first, second] = global_contributions(p, vertex.dense, value, vertex.out_degree);
-        totals.sum += first;
+        out.add_sum(first);
         // The second global sum travels as the one aggregate slot of the adapter.
-        totals.aggregates.add(0, second, |a, b| a + b);
+        out.aggregate(0, second);
         if !active {
             return Ok(true);
         }
-        totals.awake += 1;
+        out.wake();
         if p.max_iterations().is_some_and(|max| step >= max) {
             return Ok(false);
         }
         lists.load()?;
-        let scatter_along = |names: &[u64], weights: &[f64], send: &mut dyn FnMut(u64, P::Msg)| {
+        let scatter_along = |names: &[u64], weights: &[f64], out: &mut Sink<P::Msg>| {
             for (&target, &weight) in names.iter().zip(weights) {
                 let edge = EdgeRef { source: vertex.dense, target, weight, source_out_degree: vertex.out_degree };
                 if let Some(msg) = p.scatter(value, edge) {
-                    send(target, msg);
+                    out.send(target, msg);
                 }
             }
         };
         match (p.direction(), self.graph.directed) {
-            (EdgeDirection::Out, _) | (_, false) => scatter_along(&lists.out_names, &lists.out_weights, send),
+            (EdgeDirection::Out, _) | (_, false) => scatter_along(lists.out_names(), lists.out_weights(), out),
             (EdgeDirection::Both, true) => {
-                scatter_along(&lists.out_names, &lists.out_weights, send);
-                scatter_along(&lists.in_names, &lists.in_weights, send);
+                scatter_along(lists.out_names(), lists.out_weights(), out);
+                scatter_along(lists.in_names(), lists.in_weights(), out);
             }
-            (EdgeDirection::In, true) => scatter_along(&lists.in_names, &lists.in_weights, send),
+            (EdgeDirection::In, true) => scatter_along(lists.in_names(), lists.in_weights(), out),
         }
         Ok(false)
     }
@@ -313,14 +316,16 @@ struct Context<'a, P: PregelProgram> {
     vertex: VertexId,
     superstep: usize,
     graph: &'a GraphInfo,
-    lists: &'a ListCursor,
-    send: &'a mut dyn FnMut(u64, P::Msg),
+    lists: &'a ListCursor<'a>,
+    out: &'a mut Sink<P::Msg>,
     halted: bool,
-    aggregates: &'a mut Aggregates,
     previous_aggregates: &'a [f64],
 }
 
-impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
+impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P>
+where
+    P::Msg: Wire,
+{
     fn vertex(&self) -> VertexId {
         self.vertex
     }
@@ -331,26 +336,26 @@ impl<P: PregelProgram> PregelContext<P::Msg> for Context<'_, P> {
         self.graph
     }
     fn out_neighbors(&self) -> &[VertexId] {
-        &self.lists.out_names
+        self.lists.out_names()
     }
     fn out_weights(&self) -> &[f64] {
-        &self.lists.out_weights
+        self.lists.out_weights()
     }
     fn in_neighbors(&self) -> &[VertexId] {
         if self.program.needs_in_edges() {
-            &self.lists.in_names
+            self.lists.in_names()
         } else {
             &[]
         }
     }
     fn send(&mut self, target: VertexId, message: P::Msg) {
-        (self.send)(target, message);
+        self.out.send(target, message);
     }
     fn vote_to_halt(&mut self) {
         self.halted = true;
     }
     fn aggregate_at(&mut self, slot: usize, value: f64) {
-        self.aggregates.add(slot, value, |a, b| self.program.aggregate(a, b));
+        self.out.aggregate(slot, value);
     }
     fn previous_aggregates(&self) -> &[f64] {
         self.previous_aggregates
@@ -394,8 +399,7 @@ where
         messages: &[P::Msg],
         lists: &mut ListCursor,
         previous: &Totals,
-        send: &mut dyn FnMut(u64, P::Msg),
-        totals: &mut Totals,
+        out: &mut Sink<P::Msg>,
     ) -> Result<bool> {
         lists.load()?;
         let mut ctx = Context {
@@ -404,15 +408,14 @@ where
             superstep: step,
             graph: &self.graph,
             lists,
-            send,
+            out,
             halted: false,
-            aggregates: &mut totals.aggregates,
             previous_aggregates: previous.aggregates.values(),
         };
         self.program.compute(&mut ctx, value, messages);
         let halted = ctx.halted;
         if !halted {
-            totals.awake += 1;
+            out.wake();
         }
         Ok(halted)
     }

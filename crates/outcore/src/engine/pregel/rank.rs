@@ -3,8 +3,9 @@
 //!
 //! Step `s` on every rank:
 //! 1. U_c streams its vertex array A with S^E (and S^I, or A_r in recoded mode) and computes the
-//!    awake vertices. Messages are appended to one buffer per destination; a full buffer
-//!    (`message_file_size`) becomes a file of the outgoing stream and is handed to U_s at once.
+//!    awake vertices, wave by wave, on all cores when the lists are resident ([`super::parallel`]).
+//!    Messages are appended to one buffer per destination; a full buffer (`message_file_size`)
+//!    becomes a file of the outgoing stream and is handed to U_s at once.
 //! 2. U_s sends the finished files while U_c goes on, one file at a time, visiting destinations in
 //!    a ring that starts after its own rank; with a combiner it sorts a file by target and
 //!    combines it first (basic mode) or combines it into the array A_s (recoded mode). When U_c is
@@ -24,8 +25,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
+use rayon::prelude::*;
 
 use super::checkpoint;
+use super::lists::{ListCursor, ResidentEdges};
+use super::parallel::{self, Route, Sink, WaveFigures};
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
 use crate::engine::{IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
@@ -94,91 +98,6 @@ impl Totals {
     }
 }
 
-/// The adjacency lists of the vertex being computed, read from S^E only when asked for and
-/// skipped otherwise.
-pub struct ListCursor {
-    out: Option<EdgeStream>,
-    inn: Option<EdgeStream>,
-    weighted: bool,
-    directed: bool,
-    current: VertexRecord,
-    loaded: bool,
-    raw: Vec<u8>,
-    pub out_names: Vec<u64>,
-    pub out_weights: Vec<f64>,
-    pub in_names: Vec<u64>,
-    pub in_weights: Vec<f64>,
-    pub edges_read: u64,
-}
-
-impl ListCursor {
-    fn begin(&mut self, vertex: VertexRecord) {
-        self.current = vertex;
-        self.loaded = false;
-    }
-
-    fn arc_bytes(&self) -> u64 {
-        if self.weighted {
-            16
-        } else {
-            8
-        }
-    }
-
-    /// Reads the current vertex's lists (out-lists, and in-lists when the program reads them;
-    /// on undirected stores the in-lists are the out-lists).
-    pub fn load(&mut self) -> Result<()> {
-        if self.loaded {
-            return Ok(());
-        }
-        self.loaded = true;
-        let arc = self.arc_bytes();
-        let weighted = self.weighted;
-        if let Some(stream) = self.out.as_mut() {
-            stream.read((self.current.out_degree * arc) as usize, &mut self.raw)?;
-            decode_list(&self.raw, weighted, &mut self.out_names, &mut self.out_weights);
-            self.edges_read += self.current.out_degree;
-        }
-        if let Some(stream) = self.inn.as_mut() {
-            stream.read((self.current.in_degree * arc) as usize, &mut self.raw)?;
-            decode_list(&self.raw, weighted, &mut self.in_names, &mut self.in_weights);
-            self.edges_read += self.current.in_degree;
-        } else if !self.directed {
-            self.in_names.clone_from(&self.out_names);
-            self.in_weights.clone_from(&self.out_weights);
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        if self.loaded {
-            return Ok(());
-        }
-        let arc = self.arc_bytes();
-        if let Some(stream) = self.out.as_mut() {
-            stream.skip(self.current.out_degree * arc)?;
-        }
-        if let Some(stream) = self.inn.as_mut() {
-            stream.skip(self.current.in_degree * arc)?;
-        }
-        Ok(())
-    }
-
-    fn seeks(&self) -> u64 {
-        self.out.as_ref().map_or(0, |s| s.seeks) + self.inn.as_ref().map_or(0, |s| s.seeks)
-    }
-}
-
-fn decode_list(raw: &[u8], weighted: bool, names: &mut Vec<u64>, weights: &mut Vec<f64>) {
-    names.clear();
-    weights.clear();
-    let arc = if weighted { 16 } else { 8 };
-    for record in raw.chunks_exact(arc) {
-        names.push(u64::get(record));
-        weights.push(if weighted { f64::get(&record[8..]) } else { 1.0 });
-    }
-}
-
 /// What a rank computes: the engine's view of a vertex or Pregel program (see `mod.rs`).
 pub trait StepProgram: Sync {
     type Value: Wire + Clone + Send + Sync;
@@ -203,8 +122,7 @@ pub trait StepProgram: Sync {
         messages: &[Self::Msg],
         lists: &mut ListCursor,
         previous: &Totals,
-        send: &mut dyn FnMut(u64, Self::Msg),
-        totals: &mut Totals,
+        out: &mut Sink<Self::Msg>,
     ) -> Result<bool>;
     /// Aggregator slots of every step (0 for vertex programs).
     fn aggregate_width(&self) -> usize;
@@ -259,10 +177,14 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let n_local = vertices.len();
     let max_local = info.parts.iter().map(|p| p.vertices).max().unwrap_or(0) as usize;
     let in_memory_combine = settings.recoded && program.has_combiner();
-    let memory = RankMemory::of::<S>(ranks, n_local, max_local, in_memory_combine);
+    let mut memory = RankMemory::of::<S>(ranks, n_local, max_local, in_memory_combine);
     let budget = runner.memory();
-    // B, sized once the rank's fixed memory is known.
+    // B, sized once the rank's fixed memory is known; then the compute buffers and the
+    // resident lists from what is left.
     let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
+    let (out_arcs, in_arcs) = read_arcs(program, &info, rank);
+    let narrow = narrow_names(settings.recoded, ranks as u64, max_local as u64);
+    memory.size_compute(budget.bytes(), b, ResidentEdges::bytes(out_arcs + in_arcs, info.weighted, narrow));
     memory.check(budget, b)?;
     let _charges = runner.ledger().charge_parts(&memory.parts(b))?;
 
@@ -310,6 +232,8 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             to_sender,
             record_bytes,
             message_file_size: b,
+            compute_bytes: memory.compute,
+            resident: (memory.resident > 0).then_some((out_arcs, in_arcs, narrow)),
             fingerprint: &fingerprint,
             counters: counters.clone(),
         };
@@ -394,6 +318,14 @@ fn resume<V: Wire + Clone, M: Wire>(
     checkpoint::load::<V, M>(rank_dir, fingerprint, step, n_local, work, counters).map(Some)
 }
 
+/// Arcs of the lists the program reads on this rank: out-lists, in-lists.
+fn read_arcs<S: StepProgram>(program: &S, info: &PartitionInfo, rank: usize) -> (u64, u64) {
+    let part = &info.parts[rank];
+    let out = if program.reads_out_lists() { part.out_arcs } else { 0 };
+    let inn = if program.reads_in_lists() && info.directed { part.in_arcs } else { 0 };
+    (out, inn)
+}
+
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
@@ -421,15 +353,21 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
         .collect())
 }
 
-/// Memory of a rank: its vertex array and values, and in recoded mode A_s and two A_r, plus
-/// its buffers: the edge stream's and W + 5 message buffers of the message file size B each
+/// Memory of a rank: its vertex array and values, and in recoded mode A_s (W > 1) and two A_r,
+/// plus its buffers: the edge stream's and W + 5 message buffers of the message file size B each
 /// (the outgoing buffers, one per destination, the sender's and receiver's batches and the
-/// merge buffers of S^I). The plan ([`super::plan`]) and the run size B from the same figures.
+/// merge buffers of S^I); then the compute buffers of a wave ([`super::parallel`]) and, when
+/// what is left holds them, the rank's resident edge lists ([`super::lists`]). The plan
+/// ([`super::plan`]) and the run size B and the rest from the same figures.
 pub(crate) struct RankMemory {
     n_local: u64,
     pub(crate) vertex_part: u64,
     arrays: u64,
     buffer_count: u64,
+    /// The compute buffers of one wave.
+    pub(crate) compute: u64,
+    /// The resident edge lists (0: the lists are streamed every step).
+    pub(crate) resident: u64,
 }
 
 impl RankMemory {
@@ -440,15 +378,27 @@ impl RankMemory {
             vertex_part: n_local * (VERTEX_RECORD_BYTES + value_bytes + 1),
             arrays,
             buffer_count: ranks as u64 + 5,
+            compute: 0,
+            resident: 0,
         }
     }
 
     fn of<S: StepProgram>(ranks: usize, n_local: usize, max_local: usize, in_memory_combine: bool) -> RankMemory {
         let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
-        // A_s, A_r of the step being computed and of the step being received, and the array of
-        // messages to this rank's own vertices.
-        let arrays = if in_memory_combine { (max_local as u64 + 3 * n_local as u64) * slot } else { 0 };
+        // A_s (only a rank with others to send to has one), A_r of the step being computed and
+        // of the step being received, and the array of messages to this rank's own vertices.
+        let a_s = if ranks > 1 { max_local as u64 } else { 0 };
+        let arrays = if in_memory_combine { (a_s + 3 * n_local as u64) * slot } else { 0 };
         RankMemory::new(ranks, n_local as u64, std::mem::size_of::<S::Value>() as u64, arrays)
+    }
+
+    /// Sizes the compute buffers from what the budget leaves with message files of `b` bytes (a
+    /// quarter, 64 MiB at most), then keeps `resident_bytes` of edge lists resident when the
+    /// rest holds them.
+    pub(crate) fn size_compute(&mut self, budget: u64, b: u64, resident_bytes: u64) {
+        let left = budget.saturating_sub(self.vertex_part + self.arrays + self.buffers(b));
+        self.compute = (left / 4).min(64 << 20);
+        self.resident = if self.compute + resident_bytes <= left { resident_bytes } else { 0 };
     }
 
     /// What does not depend on B.
@@ -463,17 +413,19 @@ impl RankMemory {
 
     /// The parts the plan shows and the rank charges to the run's ledger, with message files
     /// of `b` bytes.
-    pub(crate) fn parts(&self, b: u64) -> [MemoryPart; 3] {
+    pub(crate) fn parts(&self, b: u64) -> [MemoryPart; 5] {
         [
             MemoryPart::new("vertex records and values", self.vertex_part),
             MemoryPart::new("A_s and A_r", self.arrays),
             MemoryPart::new("message buffers", self.buffers(b)),
+            MemoryPart::new("compute buffers", self.compute),
+            MemoryPart::new("resident edge lists", self.resident),
         ]
     }
 
     /// Fails when the rank needs more than the budget with message files of `b` bytes.
     fn check(&self, budget: MemoryBudget, b: u64) -> Result<()> {
-        let needed = self.vertex_part + self.arrays + self.buffers(b);
+        let needed = self.vertex_part + self.arrays + self.buffers(b) + self.compute + self.resident;
         if needed <= budget.bytes() {
             return Ok(());
         }
@@ -488,6 +440,12 @@ impl RankMemory {
             format_size(self.arrays),
         )))
     }
+}
+
+/// Whether every name of a partition fits in 4 bytes, so that resident lists keep them narrow:
+/// recoded names are below W · (the largest rank's vertices); basic names may be any u64 id.
+pub(crate) fn narrow_names(recoded: bool, ranks: u64, max_local: u64) -> bool {
+    recoded && ranks * (max_local + 1) < 1 << 32
 }
 
 struct SenderStats {
@@ -510,9 +468,9 @@ fn sender_unit<S: StepProgram>(
     let mut end_of: VecDeque<usize> = VecDeque::new();
     let mut cursor = (rank + 1) % ranks;
     let mut stats = SenderStats { messages_bytes: 0, files: 0 };
-    // A_s: the combining array of recoded mode, reused for every file.
-    let mut combining: Vec<Option<S::Msg>> =
-        if recoded && program.has_combiner() { vec![None; max_local] } else { Vec::new() };
+    // A_s: the combining array of recoded mode, reused for every file (made at the first file:
+    // one rank sends none).
+    let mut combining: Vec<Option<S::Msg>> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
     loop {
         // Take what U_c has handed over; block only when there is nothing to do.
@@ -538,6 +496,9 @@ fn sender_unit<S: StepProgram>(
             if !program.has_combiner() {
                 payload.extend_from_slice(&raw);
             } else if recoded {
+                if combining.is_empty() {
+                    combining = vec![None; max_local];
+                }
                 combine_in_array(program, &raw, record_bytes, ranks, dest, &mut combining, &mut touched, &mut payload);
             } else {
                 sort_and_combine(program, &raw, record_bytes, &mut payload);
@@ -695,6 +656,10 @@ struct ComputeUnit<'a, S: StepProgram> {
     record_bytes: usize,
     /// The message file size B.
     message_file_size: u64,
+    /// Bytes a wave's chunks may fill ([`super::parallel`]).
+    compute_bytes: u64,
+    /// Out- and in-arcs and name width of the lists kept resident, when the budget holds them.
+    resident: Option<(u64, u64, bool)>,
     fingerprint: &'a str,
     counters: IoCounters,
 }
@@ -720,8 +685,26 @@ struct LoopState<S: StepProgram> {
     /// W = 1 no message file is written at all (issue 16: 10 GB written, 15 GB read for PageRank
     /// x10 on RMAT-22 before).
     local: Vec<Option<S::Msg>>,
-    /// The messages of the vertex being computed.
+    /// The messages of the vertex being collected.
     messages: Vec<S::Msg>,
+    /// The messages of a wave's vertices.
+    inbox: WaveInbox<S::Msg>,
+    /// One sink per chunk of a wave, kept with their capacity from wave to wave.
+    sinks: Vec<Sink<S::Msg>>,
+}
+
+/// The messages of a wave's vertices, in vertex order: vertex `k` of the wave has
+/// `msgs[ends[k - 1]..ends[k]]`.
+struct WaveInbox<M> {
+    msgs: Vec<M>,
+    ends: Vec<usize>,
+}
+
+impl<M> WaveInbox<M> {
+    fn of(&self, k: usize) -> &[M] {
+        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        &self.msgs[start..self.ends[k]]
+    }
 }
 
 /// The messages that arrived for one step, opened: the merged batch files, or A_r.
@@ -735,6 +718,8 @@ struct Arrived<M> {
 /// Figures of one step's compute pass, for its stats.
 struct StepFigures {
     computed: u64,
+    /// Threads that computed a chunk of the step.
+    threads: u64,
     edges_read: u64,
     seeks: u64,
     messages_local: u64,
@@ -752,14 +737,18 @@ fn compute_unit<S: StepProgram>(
 ) -> Result<usize> {
     let checks = unit.load_checks()?;
     let mut state = unit.start_state(values, resumed);
+    let mut resident: Option<ResidentEdges> = None;
     let bar = unit.runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
     for step in state.first_step.. {
         unit.runner.cancel_token().check()?;
         let started = Instant::now();
         let io_before = unit.runner.io_snapshot();
-        let mut lists = unit.open_lists(&checks)?;
+        let mut lists = unit.open_lists(&checks, resident.is_none())?;
+        if let (Some((out_arcs, in_arcs, narrow)), None) = (unit.resident, &resident) {
+            resident = Some(ResidentEdges::read(&mut lists, out_arcs, in_arcs, narrow)?);
+        }
         let arrived = unit.open_arrived(state.arrived.take())?;
-        let (totals, figures) = unit.compute_step(step, &mut state, values, &mut lists, arrived)?;
+        let (totals, figures) = unit.compute_step(step, &mut state, values, &mut lists, resident.as_ref(), arrived)?;
         // Aggregators and halting, right after computing.
         let global = unit.gather_totals(&totals)?;
         let stop = unit.program.stop_after(step, &global);
@@ -814,6 +803,8 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             seq: 0,
             local: if self.combines_locally() { vec![None; n] } else { Vec::new() },
             messages: Vec::new(),
+            inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
+            sinks: Vec::new(),
         };
         if let Some(saved) = resumed {
             values.clone_from_slice(&saved.values);
@@ -827,31 +818,21 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         state
     }
 
-    /// Opens S^E (and S^I) for one pass, when the program reads them.
-    fn open_lists(&self, checks: &EdgeChecks) -> Result<ListCursor> {
+    /// Opens S^E (and S^I) for one pass, when the program reads them (and `streamed`: resident
+    /// lists need no stream after they are read).
+    fn open_lists(&self, checks: &EdgeChecks, streamed: bool) -> Result<ListCursor<'static>> {
         let open = |name: &str, checks: &Option<Arc<FileChecks>>| {
             EdgeStream::open_checked(&self.rank_dir.join(name), self.counters.clone(), checks.clone())
         };
         let (program, info) = (self.program, self.info);
-        Ok(ListCursor {
-            out: if program.reads_out_lists() { Some(open("edges-out", &checks.out)?) } else { None },
-            inn: if program.reads_in_lists() && info.directed { Some(open("edges-in", &checks.inn)?) } else { None },
-            weighted: info.weighted,
-            directed: info.directed,
-            current: self.vertices.first().copied().unwrap_or(VertexRecord {
-                name: 0,
-                dense: 0,
-                out_degree: 0,
-                in_degree: 0,
-            }),
-            loaded: false,
-            raw: Vec::new(),
-            out_names: Vec::new(),
-            out_weights: Vec::new(),
-            in_names: Vec::new(),
-            in_weights: Vec::new(),
-            edges_read: 0,
-        })
+        let out = streamed && program.reads_out_lists();
+        let inn = streamed && program.reads_in_lists() && info.directed;
+        Ok(ListCursor::streams(
+            if out { Some(open("edges-out", &checks.out)?) } else { None },
+            if inn { Some(open("edges-in", &checks.inn)?) } else { None },
+            info.weighted,
+            info.directed,
+        ))
     }
 
     /// Opens the previous step's batch files as one merged stream (A_r needs no opening).
@@ -869,54 +850,178 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         Ok(Arrived { merged, array: inc.array, batches: inc.batches, bytes: inc.bytes })
     }
 
-    /// Streams A with the lists and the arrived messages, computes the awake vertices, and hands
-    /// the step's message files to U_s, then its end. Returns the rank's totals and figures.
+    /// Streams A with the lists and the arrived messages, computes the awake vertices wave by
+    /// wave ([`super::parallel`]), and hands the step's message files to U_s, then its end.
+    /// Returns the rank's totals and figures.
     fn compute_step(
         &self,
         step: usize,
         state: &mut LoopState<S>,
         values: &mut [S::Value],
         lists: &mut ListCursor,
+        resident: Option<&ResidentEdges>,
         mut arrived: Arrived<S::Msg>,
     ) -> Result<(Totals, StepFigures)> {
-        let (program, rank) = (self.program, self.rank());
-        let LoopState { halted, previous, seq, local, messages, .. } = state;
-        let mut outbox = Outbox::new(self, step, local, seq);
+        let program = self.program;
+        let chunks = if resident.is_some() { 4 * rayon::current_num_threads().max(1) } else { 1 };
+        self.prepare_sinks(&mut state.sinks, chunks);
+        let mut outbox = Outbox::new(self, step, &mut state.seq);
         let mut totals = Totals::new(program.aggregate_width());
-        let mut computed = 0u64;
-        for (i, vertex) in self.vertices.iter().enumerate() {
-            arrived.take_messages(program, rank, i, vertex, messages)?;
-            lists.begin(*vertex);
-            if program.wakes(halted[i], !messages.is_empty()) {
-                computed += 1;
-                let send = &mut |name: u64, msg: S::Msg| outbox.send(name, msg);
-                halted[i] =
-                    program.compute(step, vertex, &mut values[i], messages, lists, previous, send, &mut totals)?;
-            }
-            lists.finish()?;
+        let mut wave = WaveFigures::default();
+        let (mut threads, mut edges_read, mut at, mut arcs_at) = (Vec::new(), 0, 0, (0, 0));
+        while at < self.vertices.len() {
+            let end = self.collect_wave(at, &mut arrived, &mut state.messages, &mut state.inbox)?;
+            let wave_values = &mut values[at..end];
+            let wave_halted = &mut state.halted[at..end];
+            let used = match resident {
+                Some(edges) => {
+                    let run = self.wave_run(step, &state.previous, &state.inbox, at);
+                    let (used, read) =
+                        self.compute_chunks(&run, edges, &mut arcs_at, wave_values, wave_halted, &mut state.sinks)?;
+                    edges_read += read;
+                    used
+                }
+                None => {
+                    let run = self.wave_run(step, &state.previous, &state.inbox, at);
+                    let job = Chunk { start: at, end, out_at: 0, in_at: 0 };
+                    compute_chunk(&run, &job, wave_values, wave_halted, lists, &mut state.sinks[0]);
+                    1
+                }
+            };
+            threads.extend(state.sinks[..used].iter().map(|s| s.thread));
+            let append = &mut |dest: usize, records: &[u8]| outbox.append(dest, records);
+            parallel::deliver(program, &mut state.sinks[..used], &mut state.local, &mut totals, &mut wave, append)?;
+            at = end;
         }
-        arrived.check_drained(rank)?;
-        if let Some(e) = outbox.failure.take() {
-            return Err(e);
-        }
+        arrived.check_drained(self.rank())?;
         let Arrived { merged, array, batches, bytes } = arrived;
         if let Some(m) = merged {
             m.remove();
         }
         drop(array);
-        let (sent, messages_local) = (outbox.sent, outbox.combined_locally);
         let message_files = outbox.flush()?;
-        totals.messages = sent;
+        totals.messages = wave.sent;
+        threads.sort_unstable();
+        threads.dedup();
         let figures = StepFigures {
-            computed,
-            edges_read: lists.edges_read,
+            computed: wave.computed,
+            threads: threads.len().max(1) as u64,
+            edges_read: edges_read + lists.edges_read,
             seeks: lists.seeks(),
-            messages_local,
+            messages_local: wave.combined_locally,
             message_files,
             batches,
             bytes_received: bytes,
         };
         Ok((totals, figures))
+    }
+
+    /// At least `chunks` sinks, routed for this rank.
+    fn prepare_sinks(&self, sinks: &mut Vec<Sink<S::Msg>>, chunks: usize) {
+        let t = self.settings.transport;
+        let threads = rayon::current_num_threads();
+        let slot = size_of::<Option<S::Msg>>();
+        let route = Route::new(t.rank(), t.ranks(), self.combines_locally(), self.vertices.len(), threads, slot);
+        while sinks.len() < chunks {
+            sinks.push(Sink::new(route, self.program.aggregate_width()));
+        }
+    }
+
+    /// Arcs of the lists the program reads of `vertex`.
+    fn arcs_of(&self, vertex: &VertexRecord) -> u64 {
+        let out = if self.program.reads_out_lists() { vertex.out_degree } else { 0 };
+        let inn = if self.program.reads_in_lists() && self.info.directed { vertex.in_degree } else { 0 };
+        out + inn
+    }
+
+    /// Collects the messages of the vertices from `at` on into `inbox`, up to what the compute
+    /// buffers hold (one vertex at least). Returns the end of the wave.
+    fn collect_wave(
+        &self,
+        at: usize,
+        arrived: &mut Arrived<S::Msg>,
+        messages: &mut Vec<S::Msg>,
+        inbox: &mut WaveInbox<S::Msg>,
+    ) -> Result<usize> {
+        inbox.msgs.clear();
+        inbox.ends.clear();
+        let per_arc = parallel::per_arc_bytes::<S::Msg>();
+        let per_vertex = parallel::per_vertex_bytes::<S::Msg>();
+        let (mut bytes, mut i) = (0, at);
+        while i < self.vertices.len() && (i == at || bytes < self.compute_bytes) {
+            let vertex = &self.vertices[i];
+            arrived.take_messages(self.program, self.rank(), i, vertex, messages)?;
+            bytes += per_vertex + self.arcs_of(vertex) * per_arc + (messages.len() * size_of::<S::Msg>()) as u64;
+            inbox.msgs.append(messages);
+            inbox.ends.push(inbox.msgs.len());
+            i += 1;
+        }
+        Ok(i)
+    }
+
+    /// Cuts the wave in chunks of about equal arcs and computes them on rayon's threads over the
+    /// resident lists (`arcs_at`: the wave's first arc of each list, moved past the wave).
+    /// Returns the chunks used and the arcs they read.
+    fn compute_chunks(
+        &self,
+        run: &WaveRun<S>,
+        edges: &ResidentEdges,
+        arcs_at: &mut (u64, u64),
+        values: &mut [S::Value],
+        halted: &mut [bool],
+        sinks: &mut [Sink<S::Msg>],
+    ) -> Result<(usize, u64)> {
+        let jobs = self.chunks(run.first, run.first + values.len(), arcs_at, sinks.len());
+        let mut pieces = Vec::with_capacity(jobs.len());
+        let (mut values, mut halted) = (values, halted);
+        for job in &jobs {
+            let (v, v_rest) = std::mem::take(&mut values).split_at_mut(job.end - job.start);
+            let (h, h_rest) = std::mem::take(&mut halted).split_at_mut(job.end - job.start);
+            pieces.push((v, h));
+            (values, halted) = (v_rest, h_rest);
+        }
+        let (weighted, directed) = (self.info.weighted, self.info.directed);
+        let mut cursors: Vec<ListCursor> =
+            jobs.iter().map(|j| ListCursor::resident(edges, j.out_at, j.in_at, weighted, directed)).collect();
+        pieces
+            .into_par_iter()
+            .zip(sinks[..jobs.len()].par_iter_mut())
+            .zip(cursors.par_iter_mut())
+            .zip(jobs.par_iter())
+            .for_each(|((((v, h), sink), cursor), job)| compute_chunk(run, job, v, h, cursor, sink));
+        Ok((jobs.len(), cursors.iter().map(|c| c.edges_read).sum()))
+    }
+
+    /// Splits vertices `start..end` in at most `chunks` runs of about equal arcs + vertices.
+    fn chunks(&self, start: usize, end: usize, arcs_at: &mut (u64, u64), chunks: usize) -> Vec<Chunk> {
+        let weight = |v: &VertexRecord| 1 + self.arcs_of(v);
+        let total: u64 = self.vertices[start..end].iter().map(weight).sum();
+        let share = total.div_ceil(chunks as u64).max(1);
+        let mut jobs = Vec::with_capacity(chunks);
+        let mut job = Chunk { start, end: start, out_at: arcs_at.0, in_at: arcs_at.1 };
+        let mut filled = 0;
+        for (i, v) in self.vertices[start..end].iter().enumerate() {
+            filled += weight(v);
+            arcs_at.0 += v.out_degree;
+            arcs_at.1 += v.in_degree;
+            if filled >= share || start + i + 1 == end {
+                job.end = start + i + 1;
+                jobs.push(job);
+                job = Chunk { start: job.end, end: job.end, out_at: arcs_at.0, in_at: arcs_at.1 };
+                filled = 0;
+            }
+        }
+        jobs
+    }
+
+    fn wave_run<'a>(
+        &'a self,
+        step: usize,
+        previous: &'a Totals,
+        inbox: &'a WaveInbox<S::Msg>,
+        first: usize,
+    ) -> WaveRun<'a, S> {
+        WaveRun { program: self.program, vertices: self.vertices, step, previous, inbox, first }
     }
 
     /// Combines the ranks' totals (`all_gather`, folded in rank order).
@@ -977,6 +1082,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
                 message_bytes_received: figures.bytes_received,
                 edge_stream_seeks: figures.seeks,
                 awake_after: global.awake,
+                threads: figures.threads,
             }),
         };
         self.runner.record_iteration(stats);
@@ -1016,6 +1122,37 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         )?;
         self.settings.transport.barrier()?;
         checkpoint::commit(self.rank_dir)
+    }
+}
+
+/// Computes one chunk's vertices into `sink` (`values`, `halted` start at the chunk).
+fn compute_chunk<S: StepProgram>(
+    run: &WaveRun<S>,
+    job: &Chunk,
+    values: &mut [S::Value],
+    halted: &mut [bool],
+    lists: &mut ListCursor,
+    sink: &mut Sink<S::Msg>,
+) {
+    sink.thread = rayon::current_thread_index();
+    let program = run.program;
+    for (k, vertex) in run.vertices[job.start..job.end].iter().enumerate() {
+        let messages = run.inbox.of(job.start - run.first + k);
+        lists.begin(*vertex);
+        if program.wakes(halted[k], !messages.is_empty()) {
+            sink.computed += 1;
+            match program.compute(run.step, vertex, &mut values[k], messages, lists, run.previous, sink) {
+                Ok(halts) => halted[k] = halts,
+                Err(e) => {
+                    sink.failure.get_or_insert(e);
+                    return;
+                }
+            }
+        }
+        if let Err(e) = lists.finish() {
+            sink.failure.get_or_insert(e);
+            return;
+        }
     }
 }
 
@@ -1069,67 +1206,61 @@ fn not_owned(rank: usize, name: u64) -> Error {
     }
 }
 
-/// The outgoing messages of one step: one buffer per destination, a full one written as a file of
-/// the outgoing stream and handed to U_s at once; messages to this rank's own vertices are folded
-/// into `local` instead when the unit combines locally.
+/// What every chunk of a wave reads.
+struct WaveRun<'a, S: StepProgram> {
+    program: &'a S,
+    vertices: &'a [VertexRecord],
+    step: usize,
+    previous: &'a Totals,
+    inbox: &'a WaveInbox<S::Msg>,
+    /// The wave's first vertex.
+    first: usize,
+}
+
+/// Vertices `start..end` of a wave, whose lists begin at arcs `out_at` and `in_at`.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    start: usize,
+    end: usize,
+    out_at: u64,
+    in_at: u64,
+}
+
+/// The outgoing streams of one step: one buffer per destination, a full one written as a file of
+/// the outgoing stream and handed to U_s at once.
 struct Outbox<'u, S: StepProgram> {
     unit: &'u ComputeUnit<'u, S>,
     step: usize,
     buffers: Vec<Vec<u8>>,
-    local: &'u mut [Option<S::Msg>],
     seq: &'u mut u64,
-    /// The first error of `send`, which cannot return one.
-    failure: Option<Error>,
-    sent: u64,
-    combined_locally: u64,
     files: u64,
 }
 
 impl<'u, S: StepProgram> Outbox<'u, S> {
-    fn new(unit: &'u ComputeUnit<'u, S>, step: usize, local: &'u mut [Option<S::Msg>], seq: &'u mut u64) -> Self {
+    fn new(unit: &'u ComputeUnit<'u, S>, step: usize, seq: &'u mut u64) -> Self {
         let buffers = vec![Vec::new(); unit.settings.transport.ranks()];
-        Outbox { unit, step, buffers, local, seq, failure: None, sent: 0, combined_locally: 0, files: 0 }
+        Outbox { unit, step, buffers, seq, files: 0 }
     }
 
-    fn send(&mut self, name: u64, msg: S::Msg) {
-        self.sent += 1;
-        let (rank, ranks) = (self.unit.rank(), self.buffers.len());
-        let dest = (name % ranks as u64) as usize;
-        if self.unit.combines_locally() && dest == rank {
-            self.combine_locally(name, msg);
-            return;
-        }
-        let (file_size, record_bytes) = (self.unit.file_size(), self.unit.record_bytes);
-        let buffer = &mut self.buffers[dest];
-        if buffer.capacity() == 0 {
-            buffer.reserve_exact(file_size);
-        }
-        name.put(buffer);
-        msg.put(buffer);
-        if buffer.len() + record_bytes > file_size {
-            if let Err(e) = self.write_buffer(dest) {
-                self.failure = self.failure.take().or(Some(e));
+    /// Appends whole records to the stream of `dest`; a buffer that cannot take one more record
+    /// becomes a file, exactly where appending them one by one would cut it.
+    fn append(&mut self, dest: usize, mut records: &[u8]) -> Result<()> {
+        let (file_size, record) = (self.unit.file_size(), self.unit.record_bytes);
+        while !records.is_empty() {
+            let buffer = &mut self.buffers[dest];
+            if buffer.capacity() == 0 {
+                buffer.reserve_exact(file_size);
             }
-            self.buffers[dest].clear();
-        }
-    }
-
-    fn combine_locally(&mut self, name: u64, msg: S::Msg) {
-        self.combined_locally += 1;
-        let (rank, ranks) = (self.unit.rank(), self.buffers.len() as u64);
-        let program = self.unit.program;
-        match self.local.get_mut((name / ranks) as usize) {
-            Some(slot) => {
-                *slot = Some(match slot.take() {
-                    Some(old) => program.combine(&old, &msg),
-                    None => msg,
-                })
-            }
-            None => {
-                let message = format!("message for vertex name {name}, beyond rank {rank}'s vertices");
-                self.failure = self.failure.take().or(Some(Error::Remote { rank: Some(rank), message }));
+            let fit = (file_size - record).saturating_sub(buffer.len()) / record + 1;
+            let take = fit.min(records.len() / record) * record;
+            buffer.extend_from_slice(&records[..take]);
+            records = &records[take..];
+            if buffer.len() + record > file_size {
+                self.write_buffer(dest)?;
+                self.buffers[dest].clear();
             }
         }
+        Ok(())
     }
 
     /// Writes the buffer of `dest` as the next file of the step and hands it to U_s.

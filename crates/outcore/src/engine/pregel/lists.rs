@@ -1,0 +1,278 @@
+//! The adjacency lists a vertex's `compute` reads: from the edge streams S^E (and S^I of
+//! in-lists), read sequentially and skipped over vertices that do not read them (GraphD §3.2),
+//! or from the rank's lists held in memory ([`ResidentEdges`]).
+//!
+//! Resident lists are read once, at the first step, when the budget holds them (a part of
+//! [`super::rank::RankMemory`]), and every later step reads no edge byte; names are kept in 4
+//! bytes when every name of the partition fits (dense and recoded names up to 2^32), halving
+//! them. Any number of cursors read resident lists at once, each from its own offset, which
+//! is what lets a rank compute chunks of its vertices in parallel.
+
+use super::rank::VertexRecord;
+use super::streams::EdgeStream;
+use crate::error::Result;
+use crate::program::Wire;
+
+/// One direction's lists of all the rank's vertices, in the order of A.
+pub struct ResidentColumn {
+    narrow: Vec<u32>,
+    wide: Vec<u64>,
+    weights: Vec<f64>,
+}
+
+impl ResidentColumn {
+    /// Reads `arcs` arcs from `stream` (names, and weights when `weighted`).
+    fn read(stream: &mut EdgeStream, arcs: u64, weighted: bool, narrow: bool) -> Result<ResidentColumn> {
+        let arc = if weighted { 16 } else { 8 };
+        let mut column = ResidentColumn { narrow: Vec::new(), wide: Vec::new(), weights: Vec::new() };
+        if narrow {
+            column.narrow.reserve_exact(arcs as usize);
+        } else {
+            column.wide.reserve_exact(arcs as usize);
+        }
+        if weighted {
+            column.weights.reserve_exact(arcs as usize);
+        }
+        let mut raw = Vec::new();
+        let mut left = arcs;
+        while left > 0 {
+            let take = left.min(1 << 16);
+            stream.read((take * arc) as usize, &mut raw)?;
+            for record in raw.chunks_exact(arc as usize) {
+                let name = u64::get(record);
+                if narrow {
+                    column.narrow.push(name as u32);
+                } else {
+                    column.wide.push(name);
+                }
+                if weighted {
+                    column.weights.push(f64::get(&record[8..]));
+                }
+            }
+            left -= take;
+        }
+        Ok(column)
+    }
+
+    fn names_into(&self, at: usize, len: usize, out: &mut Vec<u64>) {
+        out.clear();
+        if self.wide.is_empty() {
+            out.extend(self.narrow[at..at + len].iter().map(|&n| n as u64));
+        } else {
+            out.extend_from_slice(&self.wide[at..at + len]);
+        }
+    }
+}
+
+/// The rank's lists held in memory (see the module docs).
+pub struct ResidentEdges {
+    pub out: Option<ResidentColumn>,
+    pub inn: Option<ResidentColumn>,
+}
+
+impl ResidentEdges {
+    /// Bytes of `arcs` resident arcs.
+    pub fn bytes(arcs: u64, weighted: bool, narrow: bool) -> u64 {
+        arcs * (if narrow { 4 } else { 8 } + if weighted { 8 } else { 0 })
+    }
+
+    /// Reads the streams of `cursor` (just opened) whole: `out_arcs` and `in_arcs` arcs.
+    pub fn read(cursor: &mut ListCursor, out_arcs: u64, in_arcs: u64, narrow: bool) -> Result<ResidentEdges> {
+        let weighted = cursor.weighted;
+        let ListSource::Streams { out, inn } = &mut cursor.source else {
+            return Ok(ResidentEdges { out: None, inn: None });
+        };
+        let out = out.as_mut().map(|s| ResidentColumn::read(s, out_arcs, weighted, narrow)).transpose()?;
+        let inn = inn.as_mut().map(|s| ResidentColumn::read(s, in_arcs, weighted, narrow)).transpose()?;
+        Ok(ResidentEdges { out, inn })
+    }
+}
+
+enum ListSource<'r> {
+    Streams { out: Option<EdgeStream>, inn: Option<EdgeStream> },
+    Resident { edges: &'r ResidentEdges, out_at: usize, in_at: usize },
+}
+
+/// The adjacency lists of the vertex being computed, read only when asked for.
+pub struct ListCursor<'r> {
+    source: ListSource<'r>,
+    weighted: bool,
+    directed: bool,
+    current: VertexRecord,
+    loaded: bool,
+    raw: Vec<u8>,
+    out_names: Vec<u64>,
+    out_weights: Vec<f64>,
+    in_names: Vec<u64>,
+    in_weights: Vec<f64>,
+    /// 1.0 for every arc of the longest unweighted list so far.
+    ones: Vec<f64>,
+    pub edges_read: u64,
+}
+
+impl<'r> ListCursor<'r> {
+    pub fn streams(out: Option<EdgeStream>, inn: Option<EdgeStream>, weighted: bool, directed: bool) -> Self {
+        Self::with(ListSource::Streams { out, inn }, weighted, directed)
+    }
+
+    /// A cursor over resident lists, at arc `out_at` of the out-lists and `in_at` of the in-lists.
+    pub fn resident(edges: &'r ResidentEdges, out_at: u64, in_at: u64, weighted: bool, directed: bool) -> Self {
+        Self::with(ListSource::Resident { edges, out_at: out_at as usize, in_at: in_at as usize }, weighted, directed)
+    }
+
+    fn with(source: ListSource<'r>, weighted: bool, directed: bool) -> Self {
+        ListCursor {
+            source,
+            weighted,
+            directed,
+            current: VertexRecord { name: 0, dense: 0, out_degree: 0, in_degree: 0 },
+            loaded: false,
+            raw: Vec::new(),
+            out_names: Vec::new(),
+            out_weights: Vec::new(),
+            in_names: Vec::new(),
+            in_weights: Vec::new(),
+            ones: Vec::new(),
+            edges_read: 0,
+        }
+    }
+
+    pub(crate) fn begin(&mut self, vertex: VertexRecord) {
+        self.current = vertex;
+        self.loaded = false;
+    }
+
+    fn arc_bytes(&self) -> u64 {
+        if self.weighted {
+            16
+        } else {
+            8
+        }
+    }
+
+    pub fn out_names(&self) -> &[u64] {
+        &self.out_names
+    }
+
+    pub fn out_weights(&self) -> &[f64] {
+        if self.weighted {
+            &self.out_weights
+        } else {
+            &self.ones[..self.out_names.len()]
+        }
+    }
+
+    /// The in-lists (on undirected stores, the out-lists).
+    pub fn in_names(&self) -> &[u64] {
+        if self.directed {
+            &self.in_names
+        } else {
+            &self.out_names
+        }
+    }
+
+    pub fn in_weights(&self) -> &[f64] {
+        if !self.directed {
+            self.out_weights()
+        } else if self.weighted {
+            &self.in_weights
+        } else {
+            &self.ones[..self.in_names.len()]
+        }
+    }
+
+    /// Reads the current vertex's lists (out-lists, and in-lists when the program reads them).
+    pub fn load(&mut self) -> Result<()> {
+        if self.loaded {
+            return Ok(());
+        }
+        self.loaded = true;
+        let (out_degree, in_degree) = (self.current.out_degree, self.current.in_degree);
+        let (arc, weighted) = (self.arc_bytes(), self.weighted);
+        match &mut self.source {
+            ListSource::Streams { out, inn } => {
+                if let Some(stream) = out.as_mut() {
+                    stream.read((out_degree * arc) as usize, &mut self.raw)?;
+                    decode_list(&self.raw, weighted, &mut self.out_names, &mut self.out_weights);
+                    self.edges_read += out_degree;
+                }
+                if let Some(stream) = inn.as_mut() {
+                    stream.read((in_degree * arc) as usize, &mut self.raw)?;
+                    decode_list(&self.raw, weighted, &mut self.in_names, &mut self.in_weights);
+                    self.edges_read += in_degree;
+                }
+            }
+            ListSource::Resident { edges, out_at, in_at } => {
+                if let Some(column) = &edges.out {
+                    column.names_into(*out_at, out_degree as usize, &mut self.out_names);
+                    if weighted {
+                        self.out_weights.clear();
+                        self.out_weights.extend_from_slice(&column.weights[*out_at..*out_at + out_degree as usize]);
+                    }
+                    self.edges_read += out_degree;
+                }
+                if let Some(column) = &edges.inn {
+                    column.names_into(*in_at, in_degree as usize, &mut self.in_names);
+                    if weighted {
+                        self.in_weights.clear();
+                        self.in_weights.extend_from_slice(&column.weights[*in_at..*in_at + in_degree as usize]);
+                    }
+                    self.edges_read += in_degree;
+                }
+            }
+        }
+        let longest = self.out_names.len().max(self.in_names.len());
+        if !self.weighted && self.ones.len() < longest {
+            self.ones = vec![1.0; longest.next_power_of_two()];
+        }
+        Ok(())
+    }
+
+    /// Leaves the current vertex: skips its lists when they were not read.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let (out_degree, in_degree) = (self.current.out_degree, self.current.in_degree);
+        let arc = self.arc_bytes();
+        match &mut self.source {
+            ListSource::Resident { edges, out_at, in_at } => {
+                if edges.out.is_some() {
+                    *out_at += out_degree as usize;
+                }
+                if edges.inn.is_some() {
+                    *in_at += in_degree as usize;
+                }
+            }
+            ListSource::Streams { .. } if self.loaded => {}
+            ListSource::Streams { out, inn } => {
+                if let Some(stream) = out.as_mut() {
+                    stream.skip(out_degree * arc)?;
+                }
+                if let Some(stream) = inn.as_mut() {
+                    stream.skip(in_degree * arc)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn seeks(&self) -> u64 {
+        match &self.source {
+            ListSource::Streams { out, inn } => {
+                out.as_ref().map_or(0, |s| s.seeks) + inn.as_ref().map_or(0, |s| s.seeks)
+            }
+            ListSource::Resident { .. } => 0,
+        }
+    }
+}
+
+fn decode_list(raw: &[u8], weighted: bool, names: &mut Vec<u64>, weights: &mut Vec<f64>) {
+    names.clear();
+    weights.clear();
+    if weighted {
+        for record in raw.chunks_exact(16) {
+            names.push(u64::get(record));
+            weights.push(f64::get(&record[8..]));
+        }
+    } else {
+        names.extend(raw.chunks_exact(8).map(u64::get));
+    }
+}
