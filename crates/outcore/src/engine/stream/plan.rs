@@ -50,7 +50,7 @@ impl Engine for StreamEngine {
             &ctx.options.stream,
             pull,
         );
-        let (memory, pulls) = match memory {
+        let (mut memory, pulls) = match memory {
             Ok(m) => m,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
@@ -58,7 +58,7 @@ impl Engine for StreamEngine {
         // Selective scheduling reads about the active share of each iteration's edges.
         let arcs_read = graph.arcs as f64 * shape.layouts(graph.directed) as f64;
         let passes = if arcs_read > 0.0 { (work.edge_visits / arcs_read).min(work.iterations) } else { 0.0 };
-        let resident = resident_sizing(shape, graph, pulls, ctx, &memory);
+        let resident = resident_sizing(shape, graph, pulls, ctx, &mut memory);
         let mut plan = Plan::new(self.kind(), &work).with_parts(memory.parts()).with_parts(resident.parts());
         let resident = resident.edges;
         // Offsets are read once; the first dense pass reads every edge, later ones take the
@@ -89,7 +89,7 @@ fn resident_sizing(
     graph: &PlanGraph,
     pulls: bool,
     ctx: &PlanContext,
-    memory: &MemoryPlan,
+    memory: &mut MemoryPlan,
 ) -> ResidentSizing {
     let kept = ctx.options.stream.resident_edges && (pulls || shape.layouts(graph.directed) == 1);
     // Ids of 4 bytes below 2^32 vertices, and weights when the program reads them.

@@ -11,6 +11,7 @@
 //! only a prefix without holes, so that what is resident is one number, `end`.
 
 use super::reader::EdgeBuffer;
+use crate::runtime::DIRECT_ALIGN;
 
 /// A resident prefix `[0, end)` of one layout's edges.
 pub struct ResidentEdges {
@@ -114,6 +115,14 @@ impl ResidentEdges {
     pub fn edges(&self) -> u64 {
         self.end
     }
+}
+
+/// Bytes beyond a layout's `layout` bytes that its copies from buffers of `buffer_bytes` may
+/// hold: an `O_DIRECT` read starts and ends on [`DIRECT_ALIGN`] boundaries, in the targets and
+/// the weights areas of every buffer.
+pub fn alignment_slack(layout: u64, buffer_bytes: u64) -> u64 {
+    let align = DIRECT_ALIGN as u64;
+    4 * align * (layout.div_ceil(buffer_bytes.max(align)) + 1)
 }
 
 /// Rewrites every 4-byte id `v < slot_of.len()` of `buffer` to `slot_of[v]` (ids beyond, from

@@ -528,11 +528,12 @@ fn reader_for<'a, P>(run: &Run<'a, P>, step: &Step) -> ChunkReader<'a> {
 
 /// Charges the run's plan and what it keeps resident (`kept`: one layout is read densely on
 /// its own and resident edges are on) to the ledger.
-fn charge_memory(runner: &Runner, plan: MemoryPlan, weights: bool, kept: bool, ordered: bool) -> Result<RunMemory> {
+fn charge_memory(runner: &Runner, mut plan: MemoryPlan, weights: bool, kept: bool, ordered: bool) -> Result<RunMemory> {
     let info = runner.graph_info();
     let edge_bytes = target_bytes_for(info.num_vertices) + if weights { 8 } else { 0 };
     let budget = runner.memory().bytes();
-    let resident = ResidentSizing::new(&plan, budget, (info.num_vertices, info.num_arcs), edge_bytes, kept, ordered);
+    let resident =
+        ResidentSizing::new(&mut plan, budget, (info.num_vertices, info.num_arcs), edge_bytes, kept, ordered);
     let mut charges = runner.ledger().charge_parts(&plan.parts())?;
     charges.extend(runner.ledger().charge_parts(&resident.parts()[..1])?);
     Ok(RunMemory { plan, resident, charges })
