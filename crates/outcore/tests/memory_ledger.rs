@@ -78,7 +78,7 @@ fn inmem_charges_its_plan_for_every_program_form() {
 }
 
 /// Stream with all of csr-in resident (its sources ordered for pulls: the order is a part),
-/// then with a budget that keeps half of it; and an edge pass.
+/// then with a budget that keeps half of it (buffers too small to lend it the rest); and an edge pass.
 #[test]
 fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
     let g = store_of(&rmat(10, 8, 3, true));
@@ -88,8 +88,12 @@ fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
     let layout = setup.resident_room_bytes;
     assert!(stats.memory_ledger.part("source order") > 0, "{:?}", stats.memory_ledger);
 
-    let budget = setup.planned_bytes + layout / 2;
-    let stats = run(&g.store, options(EngineKind::Stream, budget), "pr");
+    // Read buffers of 1 MiB lend nothing to the resident edges (`stream::LENT_BUFFER_FLOOR`).
+    let mut half = options(EngineKind::Stream, 64 << 20);
+    half.stream.max_buffer_bytes = 1 << 20;
+    let planned = run(&g.store, half.clone(), "pr").figures.stream.unwrap().planned_bytes;
+    half.memory = MemoryBudget::new(planned + layout / 2);
+    let stats = run(&g.store, half, "pr");
     assert_ledger_is_plan("stream pr, half resident", &stats);
     let resident = stats.memory_ledger.part("resident edges");
     assert!(resident > 0 && resident < layout, "{resident} of {layout}");
