@@ -316,21 +316,12 @@ impl<P: VertexProgram> Pull<'_, P> {
         let width = if WIDE { 8 } else { 4 };
         let (a, b) = ((from - edges.first) as usize, (to - edges.first) as usize);
         let n = self.values.len() as u64;
-        let decode = |id: &[u8]| {
-            if WIDE {
-                u64::from_le_bytes(id.try_into().unwrap())
-            } else {
-                u32::from_le_bytes(id.try_into().unwrap()) as u64
-            }
-        };
-        // The piece's ids from `a + PREFETCH_DISTANCE` on (they run past this list into the
-        // next targets' lists, whose messages are wanted next).
-        let mut later = edges.ids.get((a + PREFETCH_DISTANCE) * width..).unwrap_or_default().chunks_exact(width);
+        let mut later = edges.ids_ahead::<WIDE>(a);
         for (k, id) in edges.ids[a * width..b * width].chunks_exact(width).enumerate() {
             if let Some(later) = later.next() {
-                ahead(decode(later) as usize);
+                ahead(decode::<WIDE>(later) as usize);
             }
-            let source = decode(id);
+            let source = decode::<WIDE>(id);
             fold.edges += 1;
             if source >= n {
                 fold.bad = Some(source);
@@ -375,22 +366,15 @@ impl<P: VertexProgram> Pull<'_, P> {
             return fold;
         }
         let sent = sources.sent.as_slice();
-        let decode = |id: &[u8]| {
-            if WIDE {
-                u64::from_le_bytes(id.try_into().unwrap()) as usize
-            } else {
-                u32::from_le_bytes(id.try_into().unwrap()) as usize
-            }
-        };
-        let mut later = edges.ids.get((a + PREFETCH_DISTANCE) * width..).unwrap_or_default().chunks_exact(width);
+        let mut later = edges.ids_ahead::<WIDE>(a);
         let mut lanes = [self.program.identity(); LANES];
         let mut fold_into = |lane: &mut P::Msg, id: &[u8]| {
             if let Some(later) = later.next() {
-                sources.ahead(decode(later));
+                sources.ahead(decode::<WIDE>(later) as usize);
             }
-            match sent.get(decode(id)) {
+            match sent.get(decode::<WIDE>(id) as usize) {
                 Some(&msg) => *lane = self.program.combine(*lane, msg),
-                None => fold.bad = Some(decode(id) as u64),
+                None => fold.bad = Some(decode::<WIDE>(id)),
             }
         };
         let mut groups = edges.ids[a * width..b * width].chunks_exact(LANES * width);
@@ -420,6 +404,27 @@ struct Edges<'a> {
     end: u64,
     ids: &'a [u8],
     weights: Option<&'a [u8]>,
+}
+
+impl<'a> Edges<'a> {
+    /// The piece's ids from edge `a + PREFETCH_DISTANCE` on, one per edge folded from `a`:
+    /// the sources to prefetch (they run past a list into the next targets' lists, whose
+    /// messages are wanted next).
+    #[inline(always)]
+    fn ids_ahead<const WIDE: bool>(&self, a: usize) -> std::slice::ChunksExact<'a, u8> {
+        let width = if WIDE { 8 } else { 4 };
+        self.ids.get((a + PREFETCH_DISTANCE) * width..).unwrap_or_default().chunks_exact(width)
+    }
+}
+
+/// An id of a piece: 8 bytes little-endian when `WIDE`, else 4.
+#[inline(always)]
+fn decode<const WIDE: bool>(id: &[u8]) -> u64 {
+    if WIDE {
+        u64::from_le_bytes(id.try_into().unwrap())
+    } else {
+        u32::from_le_bytes(id.try_into().unwrap()) as u64
+    }
 }
 
 /// A target's fold in progress.
