@@ -90,6 +90,13 @@ fn stream_options(memory: u64, schedule: Schedule, io: IoMode, max_buffer_bytes:
     }
 }
 
+/// [`stream_options`] at 64 MiB, selective, with edges kept in memory (`stream/resident.rs`).
+fn resident_options(io: IoMode, max_buffer_bytes: u64) -> RunOptions {
+    let mut options = stream_options(64 << 20, Schedule::Selective, io, max_buffer_bytes);
+    options.stream.resident_edges = true;
+    options
+}
+
 fn run(
     store: &Store,
     options: RunOptions,
@@ -251,8 +258,7 @@ fn bfs_keeps_pulled_edges_in_memory_without_ordering_sources() {
     let g = rmat_graph();
     let p = params(&g, "bfs");
     let expected = inmem(&g.store, "bfs", &p);
-    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
-    options.stream.resident_edges = true;
+    let options = resident_options(IoMode::Buffered, 64 << 10);
     let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
     assert_same("bfs", &expected, &got, "bfs from memory");
     let pulls: Vec<_> = stats.per_iteration.iter().filter(|i| i.delivery == Some(Delivery::Pull)).collect();
@@ -271,8 +277,7 @@ fn edges_of_dense_passes_stay_in_memory_when_the_budget_has_room() {
     let p = params(&g, "pr");
     let expected = inmem(&g.store, "pr", &p);
     let arcs = g.store.num_arcs();
-    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
-    options.stream.resident_edges = true;
+    let mut options = resident_options(IoMode::Buffered, 64 << 10);
     let (got, stats) = run(&g.store, options.clone(), "pr", &p).unwrap();
     assert_same("pr", &expected, &got, "all resident");
     let resident = per_iteration(&stats, |i| i.resident_edges);
@@ -327,8 +332,7 @@ fn read_buffers_shrink_so_that_the_whole_pulled_layout_stays_in_memory() {
     let g = rmat_graph();
     let p = params(&g, "pr");
     let expected = inmem(&g.store, "pr", &p);
-    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Direct, 4 << 20);
-    options.stream.resident_edges = true;
+    let mut options = resident_options(IoMode::Direct, 4 << 20);
     let (_, ample) = run(&g.store, options.clone(), "pr", &p).unwrap();
     let (planned, room) = (setup(&ample).planned_bytes, setup(&ample).resident_room_bytes);
     assert_eq!(setup(&ample).buffer_bytes, 4 << 20);
@@ -355,8 +359,7 @@ fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() 
     for g in [rmat_graph(), er_graph()] {
         let p = params(&g, "bfs");
         let expected = inmem(&g.store, "bfs", &p);
-        let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
-        options.stream.resident_edges = true;
+        let options = resident_options(IoMode::Buffered, 64 << 10);
         let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
         assert_same("bfs", &expected, &got, &g.name);
         let arcs = g.store.num_arcs();
@@ -380,8 +383,7 @@ fn sparse_pushes_fold_from_memory_once_the_layout_is_resident() {
     let g = rmat_graph();
     let p = params(&g, "pr-delta");
     let expected = inmem(&g.store, "pr-delta", &p);
-    let mut options = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
-    options.stream.resident_edges = true;
+    let options = resident_options(IoMode::Buffered, 64 << 10);
     let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
     assert_same("pr-delta", &expected, &got, "resident");
     let dense = per_iteration(&stats, |i| i.dense);
