@@ -83,7 +83,8 @@ impl Engine for StreamEngine {
 /// What the run keeps in memory after its first dense pass (`resident.rs`): the room the
 /// budget leaves after the plan, for a prefix of the layout dense passes read (csr-in when the
 /// program pulls, else csr-out when it reads one layout; none when it reads two), and the
-/// source order of the first pull when all of it fits.
+/// source order of the first pull when all of it fits; the read buffers of `memory` may shrink to
+/// make that room (`ResidentSizing::new`).
 fn resident_sizing(
     shape: &ProgramShape,
     graph: &PlanGraph,
