@@ -211,6 +211,28 @@ fn string_result(store: &Store) -> AlgorithmResult {
     }
 }
 
+/// The text formats format rows in chunks on all threads and write each chunk while the next
+/// one is formatted: any chunking writes the same bytes, in u64 and string stores.
+#[test]
+fn every_chunking_writes_the_same_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (u64s, strings) = (u64_store(&dir.path().join("u")), string_store(&dir.path().join("s")));
+    let cases = [(&u64s, sample_result(&u64s)), (&strings, string_result(&strings))];
+    for (store, result) in &cases {
+        for format in [OutputFormat::Tsv, OutputFormat::Csv] {
+            let whole = write_to_file(store, result, "whole", format, &OutputOptions::default());
+            for chunk_rows in [1, 2, 3] {
+                let options = OutputOptions { chunk_rows, ..OutputOptions::default() };
+                assert_eq!(
+                    write_to_file(store, result, "chunked", format, &options),
+                    whole,
+                    "{format:?} by {chunk_rows}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn string_ids_are_sorted_quoted_in_csv_and_refused_where_they_cannot_fit() {
     let dir = tempfile::tempdir().unwrap();

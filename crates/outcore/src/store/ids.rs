@@ -175,33 +175,46 @@ impl IdMap {
         chunk: u64,
         mut visit: impl FnMut(u64, &OriginalId) -> Result<()>,
     ) -> Result<()> {
-        let mut dense = vec![0u64; chunk as usize];
-        let mut originals = Vec::new();
+        self.for_each_chunk_by_original(chunk, |rows| match rows.originals {
+            Some(originals) => {
+                rows.dense.iter().zip(originals).try_for_each(|(&d, &original)| visit(d, &OriginalId::U64(original)))
+            }
+            None => rows.dense.iter().try_for_each(|&d| visit(d, &self.original(d)?)),
+        })
+    }
+
+    /// Visits the vertices in ascending original-id order, `chunk` of them at a time, as
+    /// [`RowsByOriginal`]: the chunk's dense ids and, in a u64 store, their original ids row
+    /// for row. For writers that format a chunk's rows on all threads
+    /// ([`crate::output`]); read as [`for_each_by_original`](Self::for_each_by_original) reads.
+    pub fn for_each_chunk_by_original(
+        &self,
+        chunk: u64,
+        mut visit: impl FnMut(RowsByOriginal<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut dense = vec![0u64; chunk.max(1) as usize];
+        let (mut span, mut originals) = (Vec::new(), Vec::new());
         let mut start = 0;
         while start < self.vertices {
-            let n = chunk.min(self.vertices - start) as usize;
-            self.by_original.read_u64s_at(start, &mut dense[..n])?;
-            let (lo, hi) = dense[..n].iter().fold((u64::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
-            match &self.original {
-                Some(file) if hi - lo < 4 * chunk => {
-                    originals.resize((hi - lo + 1) as usize, 0);
-                    file.read_u64s_at(lo, &mut originals)?;
-                    for &d in &dense[..n] {
-                        visit(d, &OriginalId::U64(originals[(d - lo) as usize]))?;
-                    }
+            let n = (chunk.max(1)).min(self.vertices - start) as usize;
+            let dense = &mut dense[..n];
+            self.by_original.read_u64s_at(start, dense)?;
+            let (lo, hi) = dense.iter().fold((u64::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+            let originals = match &self.original {
+                Some(file) if hi - lo < 4 * n as u64 => {
+                    span.resize((hi - lo + 1) as usize, 0);
+                    file.read_u64s_at(lo, &mut span)?;
+                    originals.clear();
+                    originals.extend(dense.iter().map(|&d| span[(d - lo) as usize]));
+                    Some(originals.as_slice())
                 }
                 Some(file) => {
-                    read_scattered(file, &dense[..n], &mut originals)?;
-                    for (&d, &original) in dense[..n].iter().zip(&originals) {
-                        visit(d, &OriginalId::U64(original))?;
-                    }
+                    read_scattered(file, dense, &mut originals)?;
+                    Some(originals.as_slice())
                 }
-                None => {
-                    for &d in &dense[..n] {
-                        visit(d, &self.original(d)?)?;
-                    }
-                }
-            }
+                None => None,
+            };
+            visit(RowsByOriginal { dense, originals })?;
             start += n as u64;
         }
         Ok(())
@@ -214,6 +227,15 @@ impl IdMap {
         file.read_u64s_at(0, &mut out)?;
         Ok(out)
     }
+}
+
+/// A chunk of vertices in ascending original-id order ([`IdMap::for_each_chunk_by_original`]).
+pub struct RowsByOriginal<'a> {
+    /// Their dense ids.
+    pub dense: &'a [u64],
+    /// Their original ids, row for row, in a u64 store (`None` for string ids, which
+    /// [`IdMap::original`] gives one at a time).
+    pub originals: Option<&'a [u64]>,
 }
 
 /// Entries of `ids/original` read in one request when gathering scattered dense ids.

@@ -50,7 +50,7 @@ pub use blocks::FileChecks;
 pub use build::{build_in_memory, InMemoryGraph, OriginalIds, StoreBuilder};
 pub use csr::{CsrLayout, Direction, InMemoryCsr};
 pub use files::{write_atomic, StoreFile, StoreFileWriter};
-pub use ids::{IdMap, OriginalId};
+pub use ids::{IdMap, OriginalId, RowsByOriginal};
 pub use lock::FileLock;
 pub use manifest::{FileEntry, IdType, LayoutEntry, Manifest, WeightType, FORMAT_VERSION};
 
