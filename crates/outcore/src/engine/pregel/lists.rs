@@ -54,12 +54,18 @@ impl ResidentColumn {
         Ok(column)
     }
 
-    fn names_into(&self, at: usize, len: usize, out: &mut Vec<u64>) {
-        out.clear();
+    /// Copies the `degree` arcs from arc `at` into `names`, and into `weights` when `weighted`.
+    fn list_into(&self, at: usize, degree: u64, names: &mut Vec<u64>, weights: &mut Vec<f64>, weighted: bool) {
+        let len = degree as usize;
+        names.clear();
         if self.wide.is_empty() {
-            out.extend(self.narrow[at..at + len].iter().map(|&n| n as u64));
+            names.extend(self.narrow[at..at + len].iter().map(|&n| n as u64));
         } else {
-            out.extend_from_slice(&self.wide[at..at + len]);
+            names.extend_from_slice(&self.wide[at..at + len]);
+        }
+        if weighted {
+            weights.clear();
+            weights.extend_from_slice(&self.weights[at..at + len]);
         }
     }
 }
@@ -204,19 +210,11 @@ impl<'r> ListCursor<'r> {
             }
             ListSource::Resident { edges, out_at, in_at } => {
                 if let Some(column) = &edges.out {
-                    column.names_into(*out_at, out_degree as usize, &mut self.out_names);
-                    if weighted {
-                        self.out_weights.clear();
-                        self.out_weights.extend_from_slice(&column.weights[*out_at..*out_at + out_degree as usize]);
-                    }
+                    column.list_into(*out_at, out_degree, &mut self.out_names, &mut self.out_weights, weighted);
                     self.edges_read += out_degree;
                 }
                 if let Some(column) = &edges.inn {
-                    column.names_into(*in_at, in_degree as usize, &mut self.in_names);
-                    if weighted {
-                        self.in_weights.clear();
-                        self.in_weights.extend_from_slice(&column.weights[*in_at..*in_at + in_degree as usize]);
-                    }
+                    column.list_into(*in_at, in_degree, &mut self.in_names, &mut self.in_weights, weighted);
                     self.edges_read += in_degree;
                 }
             }
