@@ -3,6 +3,7 @@
 //! layouts, progress reporting, cancellation and resource measurement. Nothing here knows
 //! about graphs.
 
+pub mod chunks;
 pub mod commit;
 pub mod direct;
 pub mod io;

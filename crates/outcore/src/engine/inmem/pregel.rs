@@ -22,6 +22,7 @@ use crate::engine::planner::{GraphCounts, ProgramShape};
 use crate::engine::{InMemoryPregelIteration, IterationFigures, IterationStats, Runner};
 use crate::error::Result;
 use crate::program::{Aggregates, Control, GraphInfo, PregelContext, PregelProgram};
+use crate::runtime::chunks::{self, Cut};
 use crate::runtime::ProgressUnit;
 use crate::VertexId;
 
@@ -42,6 +43,11 @@ impl Split {
         let tasks = 4 * rayon::current_num_threads().max(1);
         let bucket = n.div_ceil(tasks).clamp(4096, 1 << 31);
         Split { grain: 256, max_chunks: tasks, bucket }
+    }
+
+    /// Chunks of `awake` vertices: one per `grain` of them, `max_chunks` at most, one at least.
+    fn chunks(&self, awake: usize) -> usize {
+        awake.div_ceil(self.grain).clamp(1, self.max_chunks.max(1))
     }
 
     fn buckets(&self, n: usize) -> usize {
@@ -198,26 +204,6 @@ fn compute_chunk<P: PregelProgram>(step: &Step<P>, awake: &[Awake], values: &mut
     out
 }
 
-/// Cuts the awake list into chunks (index ranges, none empty) of about equal work, a vertex's
-/// work being its arcs plus one: the low ids of a power-law graph hold its hubs, and chunks of
-/// equal length would leave one thread with most of the arcs.
-fn chunks(awake: &[Awake], work: impl Fn(VertexId) -> u64, split: Split) -> Vec<std::ops::Range<usize>> {
-    let count = awake.len().div_ceil(split.grain).clamp(1, split.max_chunks.max(1));
-    let total: u64 = awake.iter().map(|a| work(a.vertex)).sum();
-    let mut ranges = Vec::with_capacity(count);
-    let (mut start, mut done) = (0, 0u64);
-    for (i, a) in awake.iter().enumerate() {
-        done += work(a.vertex);
-        let cut = done * count as u64 >= total * (ranges.len() as u64 + 1);
-        if cut && ranges.len() + 1 < count && i + 1 < awake.len() {
-            ranges.push(start..i + 1);
-            start = i + 1;
-        }
-    }
-    ranges.push(start..awake.len());
-    ranges
-}
-
 /// The disjoint pieces of `values` the chunks write: from each chunk's first vertex up to the
 /// next chunk's (the last to the end).
 fn value_pieces<'a, V>(values: &'a mut [V], firsts: &[usize]) -> Vec<&'a mut [V]> {
@@ -241,8 +227,9 @@ fn compute_superstep<P: PregelProgram>(
     values: &mut [P::Value],
 ) -> Vec<ChunkOut<P::Msg>> {
     let in_csr = step.in_edges.then(|| step.adj.in_csr());
-    let work = |v| 1 + step.adj.out.degree(v) + in_csr.map_or(0, |c| c.degree(v));
-    let ranges = chunks(awake, work, step.split);
+    let arcs = |v| step.adj.out.degree(v) + in_csr.map_or(0, |c| c.degree(v));
+    let count = step.split.chunks(awake.len());
+    let ranges = chunks::balanced(awake.len(), |i| 1 + arcs(awake[i].vertex), count, Cut::Quantiles);
     let firsts: Vec<usize> = ranges.iter().map(|r| awake[r.start].vertex as usize).collect();
     let pieces = value_pieces(values, &firsts);
     ranges.into_par_iter().zip(pieces).with_max_len(1).map(|(r, piece)| compute_chunk(step, &awake[r], piece)).collect()

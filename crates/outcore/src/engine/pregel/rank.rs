@@ -20,6 +20,7 @@
 //!    with A and S^E.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,6 +36,7 @@ use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFF
 use crate::engine::{IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
+use crate::runtime::chunks::{self, Cut};
 use crate::runtime::io::IoSnapshot;
 use crate::runtime::{format_size, peak_rss_bytes, IoCounters, MemoryBudget, MemoryPart, ProgressUnit};
 use crate::store::FileChecks;
@@ -992,26 +994,20 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         Ok((jobs.len(), cursors.iter().map(|c| c.edges_read).sum()))
     }
 
-    /// Splits vertices `start..end` in at most `chunks` runs of about equal arcs + vertices.
-    fn chunks(&self, start: usize, end: usize, arcs_at: &mut (u64, u64), chunks: usize) -> Vec<Chunk> {
-        let weight = |v: &VertexRecord| 1 + self.arcs_of(v);
-        let total: u64 = self.vertices[start..end].iter().map(weight).sum();
-        let share = total.div_ceil(chunks as u64).max(1);
-        let mut jobs = Vec::with_capacity(chunks);
-        let mut job = Chunk { start, end: start, out_at: arcs_at.0, in_at: arcs_at.1 };
-        let mut filled = 0;
-        for (i, v) in self.vertices[start..end].iter().enumerate() {
-            filled += weight(v);
-            arcs_at.0 += v.out_degree;
-            arcs_at.1 += v.in_degree;
-            if filled >= share || start + i + 1 == end {
-                job.end = start + i + 1;
-                jobs.push(job);
-                job = Chunk { start: job.end, end: job.end, out_at: arcs_at.0, in_at: arcs_at.1 };
-                filled = 0;
+    /// Splits vertices `start..end` in at most `count` runs of about equal arcs + vertices, each
+    /// filling a share ([`Cut::Shares`]); `arcs_at` gives each run's first arcs and moves past them.
+    fn chunks(&self, start: usize, end: usize, arcs_at: &mut (u64, u64), count: usize) -> Vec<Chunk> {
+        let wave = &self.vertices[start..end];
+        let ranges = chunks::balanced(wave.len(), |i| 1 + self.arcs_of(&wave[i]), count, Cut::Shares);
+        let chunk = |r: Range<usize>| {
+            let job = Chunk { start: start + r.start, end: start + r.end, out_at: arcs_at.0, in_at: arcs_at.1 };
+            for v in &wave[r] {
+                arcs_at.0 += v.out_degree;
+                arcs_at.1 += v.in_degree;
             }
-        }
-        jobs
+            job
+        };
+        ranges.into_iter().map(chunk).collect()
     }
 
     fn wave_run<'a>(
