@@ -53,12 +53,12 @@ impl Engine for ShardsEngine {
         let weights = shape.uses_weights && graph.weighted;
         let per_edge = EdgeSection::bytes_per_edge(weights, record as usize, directions);
         let per_vertex = 2 * shape.value_bytes + shape.msg_bytes + 20;
-        let hub = graph.max_degree.saturating_mul(per_edge).saturating_add(per_vertex);
+        let hub = graph.max_degree().saturating_mul(per_edge).saturating_add(per_vertex);
         if hub > share {
             return Plan::refused(
                 self.kind(),
                 &work,
-                format!("one vertex's {} edges need {} in an interval", graph.max_degree, format_size(hub)),
+                format!("one vertex's {} edges need {} in an interval", graph.max_degree(), format_size(hub)),
             );
         }
         let total = 2 * graph.arcs * per_edge + graph.vertices * per_vertex;
@@ -101,7 +101,7 @@ fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Resu
     let forward = !(graph.directed && shape.direction == crate::program::EdgeDirection::In);
     let per_edge = topology_bytes_per_edge(weights);
     let state = MemorySizing::vertex_state(graph.vertices, shape.value_bytes, shape.msg_bytes);
-    if state.saturating_add(graph.max_degree.saturating_mul(per_edge)) > ctx.budget {
+    if state.saturating_add(graph.max_degree().saturating_mul(per_edge)) > ctx.budget {
         return Err(format!("values and flags need {}", format_size(state)));
     }
     let p = match ctx.options.shards.shards {
