@@ -93,11 +93,15 @@ pub fn summarize(result: &AlgorithmResult, ids: &IdMap) -> Result<Map<String, Va
     for (name, column) in &result.columns {
         let value = match column {
             ValueColumn::Hops(hops) => {
-                let reached: Vec<u64> = hops.iter().copied().filter(|&h| h != u64::MAX).collect();
+                // One pass, no copy: 2.4 M hops on RMAT-22.
+                let (reached, max_depth) = hops
+                    .iter()
+                    .filter(|&&h| h != u64::MAX)
+                    .fold((0u64, None), |(n, max): (u64, Option<u64>), &h| (n + 1, Some(max.map_or(h, |m| m.max(h)))));
                 json!({
                     "vertices": hops.len(),
-                    "reached": reached.len(),
-                    "max_depth": reached.iter().max(),
+                    "reached": reached,
+                    "max_depth": max_depth,
                 })
             }
             ValueColumn::Float(values) => {
