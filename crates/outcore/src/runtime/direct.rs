@@ -32,6 +32,10 @@ use crate::error::{Error, Result};
 /// Alignment of direct I/O: file offsets, lengths and buffer addresses.
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// Bytes [`AlignedBuffer::copy_of_with`] copies (and fixes) per task: a multiple of
+/// [`DIRECT_ALIGN`], small enough to stay in a core's L2 cache between the copy and the fix.
+pub const COPY_PIECE: usize = 1 << 20;
+
 /// `len` rounded up to a whole number (at least one) of [`DIRECT_ALIGN`] units.
 pub fn align_up(len: usize) -> usize {
     len.max(1).next_multiple_of(DIRECT_ALIGN)
@@ -74,18 +78,29 @@ impl AlignedBuffer {
     /// A buffer holding a copy of `bytes` (then zeros up to the alignment), written once:
     /// unlike `zeroed` followed by a copy, the memory is not zeroed first.
     pub fn copy_of(bytes: &[u8]) -> AlignedBuffer {
+        Self::copy_of_with(bytes, |_, _| {})
+    }
+
+    /// [`copy_of`](Self::copy_of), then `fix(offset, piece)` on each piece of the copy while it
+    /// is still in the cache of the thread that copied it: pieces of [`COPY_PIECE`] bytes (the
+    /// last one shorter) at `offset`s that are multiples of it, on all threads.
+    pub fn copy_of_with(bytes: &[u8], fix: impl Fn(usize, &mut [u8]) + Sync) -> AlignedBuffer {
         let len = align_up(bytes.len());
         let layout = Self::layout(len);
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         // In pieces on all threads: the first touch of each new page (a fault) dominates.
-        const PIECE: usize = 1 << 20;
         let to = ptr.as_ptr() as usize;
-        bytes.par_chunks(PIECE).enumerate().for_each(|(i, piece)| {
-            // SAFETY: piece `i` lands in `[i * PIECE, i * PIECE + piece.len())`, within the
-            // allocation's `len >= bytes.len()` bytes; the pieces do not overlap each other nor
-            // `bytes`.
-            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), (to as *mut u8).add(i * PIECE), piece.len()) };
+        bytes.par_chunks(COPY_PIECE).enumerate().for_each(|(i, piece)| {
+            // SAFETY: piece `i` lands in `[i * COPY_PIECE, i * COPY_PIECE + piece.len())`, within
+            // the allocation's `len >= bytes.len()` bytes; the pieces do not overlap each other
+            // nor `bytes`. Once copied, those bytes are initialised and only this task sees them.
+            let copy = unsafe {
+                let at = (to as *mut u8).add(i * COPY_PIECE);
+                std::ptr::copy_nonoverlapping(piece.as_ptr(), at, piece.len());
+                std::slice::from_raw_parts_mut(at, piece.len())
+            };
+            fix(i * COPY_PIECE, copy);
         });
         // SAFETY: the tail `[bytes.len(), len)` is within the allocation; after it every one of
         // its `len` bytes is initialised, as Deref needs.

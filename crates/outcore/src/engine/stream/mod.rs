@@ -556,11 +556,7 @@ fn pass(
             // Renumbered as it is copied; the fold reads the copy.
             (Some(layout), Some(slot_of)) => match resident.offer_renumbered(layout, buffer, slot_of) {
                 Some(kept) => consume(kept)?,
-                None => {
-                    let mut copy = buffer.filled_copy();
-                    resident::renumber_buffer(&mut copy, slot_of);
-                    consume(&copy)?;
-                }
+                None => consume(&resident::renumbered_copy(buffer, slot_of))?,
             },
             _ => {
                 consume(buffer)?;

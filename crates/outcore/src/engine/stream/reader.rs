@@ -267,10 +267,15 @@ impl EdgeBuffer {
     /// A copy of the filled part, to keep in memory after this buffer goes back to the pool
     /// (its reads verified: the copy has nothing left to check).
     pub fn filled_copy(&self) -> EdgeBuffer {
-        let copy = |from: &AlignedBuffer, used: usize| AlignedBuffer::copy_of(&from[..used]);
+        self.filled_copy_with(|_, _| {})
+    }
+
+    /// [`filled_copy`](Self::filled_copy), the targets area's copy passed through
+    /// `fix_targets` piece by piece ([`AlignedBuffer::copy_of_with`]).
+    pub fn filled_copy_with(&self, fix_targets: impl Fn(usize, &mut [u8]) + Sync) -> EdgeBuffer {
         EdgeBuffer {
-            targets: copy(&self.targets, self.targets_used),
-            weights: self.weights.as_ref().map(|w| copy(w, self.weights_used)),
+            targets: AlignedBuffer::copy_of_with(&self.targets[..self.targets_used], fix_targets),
+            weights: self.weights.as_ref().map(|w| AlignedBuffer::copy_of(&w[..self.weights_used])),
             pieces: self.pieces.clone(),
             targets_used: self.targets_used,
             weights_used: self.weights_used,
