@@ -223,9 +223,7 @@ fn write_to<W: Write + Send>(
     what: &str,
 ) -> Result<u64> {
     match format {
-        OutputFormat::Text => {
-            write_delimited(ids, result, Style::Text, &OutputOptions { header: false, ..*options }, out, what)
-        }
+        OutputFormat::Text => write_delimited(ids, result, Style::Text, options, out, what),
         OutputFormat::Tsv => write_delimited(ids, result, Style::Tsv, options, out, what),
         OutputFormat::Csv => write_delimited(ids, result, Style::Csv, options, out, what),
         #[cfg(feature = "parquet")]
@@ -286,7 +284,8 @@ fn write_delimited<W: Write + Send>(
     out: &mut W,
     what: &str,
 ) -> Result<u64> {
-    if options.header {
+    // Graphalytics text files have no header line.
+    if options.header && style != Style::Text {
         out.write_all(&header_line(result, style)?).context(|| format!("writing {what}"))?;
     }
     let table = label_table(ids, result)?;
