@@ -18,7 +18,7 @@ use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions};
 use outcore::engine::pregel::PregelOptions;
 use outcore::engine::shards::{ShardValues, ShardsOptions};
 use outcore::engine::stream::StreamOptions;
-use outcore::engine::{EngineKind, RunOptions, Runner};
+use outcore::engine::{Delivery, EngineKind, RunOptions, Runner};
 use outcore::generate::{generate_into_store, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
@@ -151,6 +151,33 @@ fn katz_out_of_core_equals_inmem() {
         assert_close(name, &got, &expected);
     }
     assert_close("pregel", &pregel(&store, "katz", &p).unwrap(), &expected);
+}
+
+/// Katz and eigenvector centrality sum every in-neighbour's value, so inmem and stream pull
+/// them (as PageRank): every iteration folds in-arcs, with one message per source when the
+/// message does not depend on the arc (katz; eigenvector unweighted), and by arc otherwise.
+#[test]
+fn katz_and_eigenvector_pull_on_inmem_and_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    for weighted in [false, true] {
+        let store = rmat_store(&dir.path().join(format!("w{weighted}")), weighted);
+        let stream = out_of_core_engines(&store).swap_remove(0).1;
+        let runs = [
+            ("katz", AlgorithmParams { alpha: Some(0.01), ..AlgorithmParams::default() }),
+            ("eigenvector", AlgorithmParams { weighted, ..AlgorithmParams::default() }),
+        ];
+        for (algorithm, params) in runs {
+            for options in [inmem(), stream.clone()] {
+                let what = format!("{algorithm} on {:?}, weighted store {weighted}", options.engine);
+                let runner = Runner::new(&store, options);
+                run_algorithm(&runner, algorithm, &params).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let stats = runner.finish(algorithm);
+                assert!(stats.iterations > 2, "{what}");
+                let pulled = stats.per_iteration.iter().all(|i| i.delivery == Some(Delivery::Pull));
+                assert!(pulled, "{what}: {:?}", stats.per_iteration.iter().map(|i| i.delivery).collect::<Vec<_>>());
+            }
+        }
+    }
 }
 
 /// `values` against the reference `key`, or, where networkx failed to converge (null), the

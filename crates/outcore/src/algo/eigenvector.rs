@@ -100,6 +100,16 @@ impl VertexProgram for Eigenvector {
     fn applies_to_all(&self) -> bool {
         true
     }
+    /// Every vertex sums the raw values of all its in-neighbours, whatever the order: pulling
+    /// engines fold each vertex's in-arcs instead of scattering along out-arcs.
+    fn supports_pull(&self) -> bool {
+        true
+    }
+    /// Unweighted, a vertex sends its raw value along every out-arc; weighted, each arc's
+    /// message is scaled by the arc's weight.
+    fn sends_uniform_messages(&self) -> bool {
+        !self.config.weighted
+    }
     fn global_contribution(&self, _: VertexId, state: &State, _: u64) -> f64 {
         state[RAW] * state[RAW]
     }

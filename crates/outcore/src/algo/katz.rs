@@ -87,6 +87,15 @@ impl VertexProgram for Katz {
     fn applies_to_all(&self) -> bool {
         true
     }
+    /// Every vertex sums x of all its in-neighbours, whatever the order: pulling engines fold
+    /// each vertex's in-arcs instead of scattering along out-arcs (as PageRank does).
+    fn supports_pull(&self) -> bool {
+        true
+    }
+    /// A vertex sends its x along every out-arc.
+    fn sends_uniform_messages(&self) -> bool {
+        true
+    }
     fn global_contribution(&self, _: VertexId, state: &State, _: u64) -> f64 {
         state.1
     }
