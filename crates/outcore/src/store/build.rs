@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::csr::target_bytes_for;
-use super::files::{sync_dir, StoreFileWriter};
+use super::csr::{max_degree, target_bytes_for};
+use super::files::{sync_dir, StoreFile, StoreFileWriter};
 use super::generation;
 use super::ids::{BY_ORIGINAL, ORIGINAL_U64, STRING_DATA, STRING_OFFSETS};
 use super::manifest::{FileEntry, IdType, LayoutEntry, Manifest, WeightType, MANIFEST_FILE};
@@ -275,11 +275,15 @@ impl StoreBuilder {
     }
 
     /// Writes the manifest (last), moves the store into place (replacing an existing one only
-    /// now), and opens it.
+    /// now), and opens it. A manifest without [`max_degree`](Manifest::max_degree) (a build that
+    /// did not hold the offsets in memory) gets it from the offsets written.
     pub fn commit(mut self, mut manifest: Manifest) -> Result<Store> {
         let scratch = self.work_dir.join("tmp");
         if scratch.exists() {
             std::fs::remove_dir_all(&scratch).context(|| format!("removing {}", scratch.display()))?;
+        }
+        if manifest.max_degree.is_none() {
+            manifest.max_degree = Some(self.written_max_degree(manifest.vertices, manifest.directed)?);
         }
         for (rel, entry) in std::mem::take(&mut self.files) {
             manifest.files.insert(rel, entry);
@@ -297,6 +301,27 @@ impl StoreBuilder {
             self.swap_in_for_legacy()?;
         }
         Store::open_with(&self.final_dir, self.counters.clone())
+    }
+
+    /// [`max_degree`](super::csr::max_degree) of the csr-out and csr-in written, in one pass
+    /// over their offsets (64 Ki vertices at a time).
+    fn written_max_degree(&self, vertices: u64, directed: bool) -> Result<u64> {
+        let open = |name: &str| StoreFile::open(&self.work_dir.join(format!("{name}/offsets")), self.counters.clone());
+        let out = open("csr-out")?;
+        let inn = if directed { Some(open("csr-in")?) } else { None };
+        let chunk = 1u64 << 16;
+        let (mut a, mut b) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
+        let (mut best, mut first) = (0, 0);
+        while first < vertices {
+            let count = chunk.min(vertices - first) as usize;
+            out.read_u64s_at(first, &mut a[..count + 1])?;
+            if let Some(inn) = &inn {
+                inn.read_u64s_at(first, &mut b[..count + 1])?;
+            }
+            best = best.max(max_degree(&a[..count + 1], inn.as_ref().map(|_| &b[..count + 1])));
+            first += count as u64;
+        }
+        Ok(best)
     }
 
     /// Replaces a store from before generations by the generational root built beside it.
@@ -456,6 +481,19 @@ pub fn build_in_memory(dir: &Path, graph: &InMemoryGraph) -> Result<Store> {
     }
     let weights = graph.weighted.then_some(WeightType::F64);
     let mut manifest = Manifest::new(n as u64, stored, graph.edges.len() as u64, graph.directed, weights, id_type);
+    manifest.max_degree = Some(max_degree_of_arcs(n, &arcs));
     manifest.created.insert("builder".into(), "in-memory".into());
     builder.commit(manifest)
+}
+
+/// [`max_degree`](super::csr::max_degree) of the store whose csr-out holds `arcs`: each arc is an
+/// out-arc of its source and an in-arc of its target (an undirected store's csr-out holds every
+/// edge both ways and serves as csr-in).
+fn max_degree_of_arcs(vertices: usize, arcs: &[Arc]) -> u64 {
+    let mut degrees = vec![0u64; vertices];
+    for arc in arcs {
+        degrees[arc.source as usize] += 1;
+        degrees[arc.target as usize] += 1;
+    }
+    degrees.into_iter().max().unwrap_or(0)
 }

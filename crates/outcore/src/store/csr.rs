@@ -36,6 +36,14 @@ pub fn target_bytes_for(vertices: u64) -> u64 {
     }
 }
 
+/// The most in- plus out-arcs of one vertex ([`Manifest::max_degree`](super::Manifest::max_degree))
+/// from offsets of the same vertices in csr-out and csr-in; `None` for csr-in on an undirected
+/// store, whose csr-out serves as csr-in (each list then counts twice).
+pub fn max_degree(out_offsets: &[u64], in_offsets: Option<&[u64]>) -> u64 {
+    let in_offsets = in_offsets.unwrap_or(out_offsets);
+    out_offsets.windows(2).zip(in_offsets.windows(2)).map(|(o, i)| o[1] - o[0] + i[1] - i[0]).max().unwrap_or(0)
+}
+
 /// An opened CSR layout.
 #[derive(Debug)]
 pub struct CsrLayout {

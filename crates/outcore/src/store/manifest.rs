@@ -54,6 +54,13 @@ pub struct Manifest {
     pub arcs: u64,
     /// Edges as the user counts them (undirected edges once).
     pub edges: u64,
+    /// The most in- plus out-arcs of one vertex (an undirected store's csr-out serves as csr-in,
+    /// so there it is twice the largest list), as the shards engine counts them for its hub
+    /// check ([`csr::max_degree`](super::csr::max_degree)). Recorded when the store is built so
+    /// that planning does not read both offsets files; absent in stores built before it was
+    /// (the planner then finds it from the offsets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_degree: Option<u64>,
     pub directed: bool,
     pub weights: Option<WeightType>,
     pub id_type: IdType,
@@ -82,6 +89,7 @@ impl Manifest {
             vertices,
             arcs,
             edges,
+            max_degree: None,
             directed,
             weights,
             id_type,

@@ -401,6 +401,8 @@ pub fn reorder_into(
     }
     let old = store.manifest();
     let mut manifest = Manifest::new(n, stored, old.edges, directed, old.weights, old.id_type);
+    // Renumbering keeps every vertex's degrees (a store without the figure gets it at commit).
+    manifest.max_degree = old.max_degree;
     manifest.orderings = old.orderings.clone();
     manifest.orderings.push(order.name().to_string());
     manifest.created = old.created.clone();

@@ -318,8 +318,9 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64, share: u64) -> 
 /// Most intervals `--memory` may ask for (each step reads P·(P−1) windows).
 pub(crate) const MAX_AUTO_SHARDS: usize = 1024;
 
-/// The vertex with most in- plus out-edges and that number, from the offsets (streamed).
-pub(crate) fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
+/// The vertex with most in- plus out-edges and that number, from the offsets (streamed); the
+/// number is the store's [`Manifest::max_degree`](crate::store::Manifest::max_degree).
+pub fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
     let out = store.csr(Direction::Out)?;
     let inn = store.csr(Direction::In)?;
     let n = store.num_vertices();
