@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use outcore::engine::shards::busiest_vertex;
 use outcore::ingest::{import_records, ImportOptions, ImportReport, InputInfo, InputRecord, RawId, RecordSource};
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress, Progress, ProgressBar, ProgressUnit};
 use outcore::store::{build_in_memory, Direction, IdType, InMemoryGraph, OriginalId, OriginalIds, Store};
@@ -176,8 +177,8 @@ fn originals(store: &Store) -> Vec<OriginalId> {
 fn assert_same_store(actual: &Store, expected: &Store) {
     let (a, e) = (actual.manifest(), expected.manifest());
     assert_eq!(
-        (a.vertices, a.arcs, a.edges, a.directed, a.weights, a.id_type),
-        (e.vertices, e.arcs, e.edges, e.directed, e.weights, e.id_type),
+        (a.vertices, a.arcs, a.edges, a.max_degree, a.directed, a.weights, a.id_type),
+        (e.vertices, e.arcs, e.edges, e.max_degree, e.directed, e.weights, e.id_type),
         "manifest counts"
     );
     assert_eq!(originals(actual), originals(expected), "id map");
@@ -397,6 +398,8 @@ proptest! {
         let rules = Rules { directed: !undirected, weighted, dedup, drop_self_loops };
         let (graph, _, _) = expected_graph(&records, rules);
         assert_same_store(&held, &build_in_memory(&dir.path().join("expected"), &graph).unwrap());
+        // The max degree recorded (by each path, the files being equal) is the offsets'.
+        prop_assert_eq!(held.manifest().max_degree, Some(busiest_vertex(&held).unwrap().1));
         prop_assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     }
 }

@@ -791,6 +791,9 @@ struct ArcTally {
     edges: u64,
     /// Logical edges dropped as duplicates.
     duplicates: u64,
+    /// The most in- plus out-arcs of one vertex, when the build held both layouts' offsets
+    /// (else [`StoreBuilder::commit`] reads them).
+    max_degree: Option<u64>,
 }
 
 impl<'a> Import<'a> {
@@ -815,6 +818,7 @@ impl<'a> Import<'a> {
 
         let weights = self.shape.weighted.then_some(WeightType::F64);
         let mut manifest = Manifest::new(vertices, stored_arcs, tally.edges, self.shape.directed, weights, K::ID_TYPE);
+        manifest.max_degree = tally.max_degree;
         manifest.created = self.creation_record();
         self.report.vertices = vertices;
         self.report.edges = tally.edges;

@@ -35,6 +35,7 @@ use rayon::prelude::*;
 use super::{
     ArcTally, EdgeBySource, EdgeWeight, ExternalSorter, GraphShape, IdKey, Import, ProgressUnit, Result, StoreBuilder,
 };
+use crate::store::csr::max_degree;
 use crate::store::ids::ORIGINAL_U64;
 
 /// Numeric ids use the bitmap when their range is at most this many times the number of
@@ -525,7 +526,7 @@ fn clean_lists<W: EdgeWeight>(csr: &mut Csr<W>, shape: GraphShape) -> ArcTally {
     if shape.dedup {
         compact(csr, &kept);
     }
-    ArcTally { edges: edges.into_inner(), duplicates: duplicates.into_inner() }
+    ArcTally { edges: edges.into_inner(), duplicates: duplicates.into_inner(), max_degree: None }
 }
 
 impl Import<'_> {
@@ -567,13 +568,14 @@ impl Import<'_> {
         let bar = self.progress.start("sorting csr-out", Some(arcs_bound), ProgressUnit::Edges);
         let mut out = count_sort(vertices as usize, &PairArcs { chunks: &pairs, directed: self.shape.directed }, true);
         drop(pairs);
-        let tally = clean_lists(&mut out, self.shape);
+        let mut tally = clean_lists(&mut out, self.shape);
         bar.set_position(arcs_bound);
         bar.finish();
         clock.lap(&mut self.report, "sort csr-out");
         self.cancel.check()?;
 
         if !self.shape.directed {
+            tally.max_degree = Some(max_degree(&out.offsets, None));
             let stored = self.write_layout("csr-out", &out)?;
             clock.lap(&mut self.report, "write csr-out");
             return Ok((vertices, stored, tally));
@@ -592,6 +594,7 @@ impl Import<'_> {
             // csr-out is sorted by (source, target, weight bits): the stable scatter leaves
             // every csr-in list sorted by (source, weight bits) already.
             let csr_in = count_sort(vertices as usize, &reversed, false);
+            tally.max_degree = Some(max_degree(&out.offsets, Some(&csr_in.offsets)));
             let stored = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (stored, csr_in)
         });
