@@ -2,7 +2,8 @@
 //! budgets from ample to far below what the in-memory engine needs, `auto` runs every
 //! algorithm, equals the in-memory engine, chooses what its own explanation ranks first, and
 //! plans within the budget; engines that do not run an algorithm refuse it naming the engines
-//! that do; the pregel engine builds its partition on first use.
+//! that do; the pregel engine builds its partition on first use; the max degree the plans
+//! read is the manifest's, or the offsets' in stores without it.
 
 mod cache_support;
 
@@ -10,10 +11,12 @@ use cache_support::assert_same;
 use outcore::algo::support::support_matrix;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::nwsm::NwsmOptions;
+use outcore::engine::planner::PlanGraph;
 use outcore::engine::{EngineKind, RunOptions, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::runtime::{CancelToken, MemoryBudget, NoProgress};
+use outcore::store::order::{reorder, VertexOrder};
 use outcore::store::{build_in_memory, InMemoryGraph, OriginalIds, Store};
 use outcore::Error;
 
@@ -294,4 +297,58 @@ fn inmem_reads_the_weights_only_for_programs_that_use_them() {
 
 fn manifest_bytes(store: &Store, layout: &str) -> u64 {
     store.manifest().layout_bytes(layout)
+}
+
+/// The most in- plus out-arcs of one vertex, as the shards engine finds it in the offsets.
+fn busiest(store: &Store) -> u64 {
+    outcore::engine::shards::busiest_vertex(store).unwrap().1
+}
+
+/// Imports record the store's max degree in its manifest, by the in-memory path and by the
+/// external sorts, and reorderings keep it; the planner takes it from there.
+#[test]
+fn imports_and_reorderings_record_the_max_degree_the_offsets_give() {
+    let mut cases = stores();
+    let dir = tempfile::tempdir().unwrap();
+    let rmat = Rmat::new(RmatConfig { scale: 10, edge_factor: 8, seed: 9, ..RmatConfig::default() }).unwrap();
+    let options =
+        ImportOptions { undirected: Some(false), memory: MemoryBudget::new(64 << 10), ..ImportOptions::default() };
+    let (store, report) =
+        generate_into_store(rmat, &dir.path().join("g"), &options, &NoProgress, &CancelToken::new()).unwrap();
+    assert!(!report.in_memory && report.sort_runs > 0, "{report:?}");
+    cases.push(TestStore { name: "rmat-10 directed, external sorts", _dir: dir, store });
+    for t in &cases {
+        let expected = busiest(&t.store);
+        assert!(expected > 0, "{}", t.name);
+        assert_eq!(t.store.manifest().max_degree, Some(expected), "{}", t.name);
+        assert_eq!(PlanGraph::of(&t.store).max_degree(), expected, "{}", t.name);
+        let reordered = reorder(&t.store, VertexOrder::Degree, MemoryBudget::new(64 << 20), &NoProgress).unwrap();
+        assert_eq!(busiest(&reordered), expected, "{} reordered", t.name);
+        assert_eq!(reordered.manifest().max_degree, Some(expected), "{} reordered", t.name);
+    }
+}
+
+/// Removes `max_degree` from the manifest of `store`'s generation, as stores built before it
+/// was recorded lack it (the manifest has no checksum of its own), and opens the store again.
+fn without_recorded_max_degree(store: &Store) -> Store {
+    let path = store.dir().join("manifest.json");
+    let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(manifest.as_object_mut().unwrap().remove("max_degree").is_some());
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    Store::open(store.root()).unwrap()
+}
+
+/// A store whose manifest lacks the max degree still opens and plans with the one the offsets
+/// give; reordering it records the figure.
+#[test]
+fn stores_without_a_recorded_max_degree_plan_with_the_one_the_offsets_give() {
+    for t in stores() {
+        let expected = busiest(&t.store);
+        let old = without_recorded_max_degree(&t.store);
+        assert_eq!(old.manifest().max_degree, None, "{}", t.name);
+        assert_eq!(PlanGraph::of(&old).max_degree(), expected, "{}", t.name);
+        let order = VertexOrder::Random { seed: 4 };
+        let reordered = reorder(&old, order, MemoryBudget::new(64 << 20), &NoProgress).unwrap();
+        assert_eq!(reordered.manifest().max_degree, Some(expected), "{} reordered", t.name);
+    }
 }

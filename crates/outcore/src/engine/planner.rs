@@ -371,9 +371,10 @@ impl PlanGraph {
     }
 }
 
-/// [`PlanGraph::max_degree`], found on first use: only the shards engine's plan asks, and
-/// finding it reads both offsets files (38 MB on RMAT-22, about 30 ms that every run paid
-/// before its engine started).
+/// [`PlanGraph::max_degree`]: the manifest's, recorded when the store was built; for stores
+/// built before that, found on first use (only the shards engine's plan asks, and finding it
+/// reads both offsets files: 38 MB on RMAT-22, about 30 ms that every run paid before its
+/// engine started).
 #[derive(Debug, Clone)]
 struct MaxDegree {
     store: Store,
@@ -382,7 +383,8 @@ struct MaxDegree {
 
 impl MaxDegree {
     fn of(store: &Store) -> MaxDegree {
-        MaxDegree { store: store.clone(), value: std::sync::OnceLock::new() }
+        let value = store.manifest().max_degree.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from);
+        MaxDegree { store: store.clone(), value }
     }
 
     fn get(&self) -> u64 {
