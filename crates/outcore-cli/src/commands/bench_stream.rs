@@ -140,6 +140,20 @@ pub(crate) fn cpu_seconds() -> Option<f64> {
 
 /// The original id of the vertex with the most out-edges.
 pub(crate) fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
+    Ok(busiest(store)?.original)
+}
+
+/// The vertex with the most out-edges.
+pub(crate) struct Busiest {
+    /// Its original id.
+    pub original: String,
+    /// Its out-degree: the largest row sum of the adjacency matrix, which bounds its largest
+    /// eigenvalue.
+    pub out_degree: u64,
+}
+
+/// The vertex with the most out-edges, from csr-out's offsets (streamed).
+pub(crate) fn busiest(store: &Store) -> anyhow::Result<Busiest> {
     let csr = store.csr(Direction::Out)?;
     let n = csr.vertices;
     let chunk = 1u64 << 16;
@@ -157,7 +171,7 @@ pub(crate) fn busiest_vertex(store: &Store) -> anyhow::Result<String> {
         }
         first += count;
     }
-    Ok(store.ids()?.original(best)?.to_string())
+    Ok(Busiest { original: store.ids()?.original(best)?.to_string(), out_degree: best_degree })
 }
 
 /// Evicts every file of the store from the page cache.
