@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::csr::{max_degree, target_bytes_for};
+use super::csr::{busiest_by_offsets, target_bytes_for, Direction};
 use super::files::{sync_dir, StoreFile, StoreFileWriter};
 use super::generation;
 use super::ids::{BY_ORIGINAL, ORIGINAL_U64, STRING_DATA, STRING_OFFSETS};
@@ -304,24 +304,16 @@ impl StoreBuilder {
     }
 
     /// [`max_degree`](super::csr::max_degree) of the csr-out and csr-in written, in one pass
-    /// over their offsets (64 Ki vertices at a time).
+    /// over their offsets ([`busiest_by_offsets`]).
     fn written_max_degree(&self, vertices: u64, directed: bool) -> Result<u64> {
         let open = |name: &str| StoreFile::open(&self.work_dir.join(format!("{name}/offsets")), self.counters.clone());
         let out = open("csr-out")?;
         let inn = if directed { Some(open("csr-in")?) } else { None };
-        let chunk = 1u64 << 16;
-        let (mut a, mut b) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
-        let (mut best, mut first) = (0, 0);
-        while first < vertices {
-            let count = chunk.min(vertices - first) as usize;
-            out.read_u64s_at(first, &mut a[..count + 1])?;
-            if let Some(inn) = &inn {
-                inn.read_u64s_at(first, &mut b[..count + 1])?;
-            }
-            best = best.max(max_degree(&a[..count + 1], inn.as_ref().map(|_| &b[..count + 1])));
-            first += count as u64;
-        }
-        Ok(best)
+        let busiest = busiest_by_offsets(vertices, directed, |direction, first, offsets| match direction {
+            Direction::In => inn.as_ref().expect("read only when directed").read_u64s_at(first, offsets),
+            Direction::Out => out.read_u64s_at(first, offsets),
+        })?;
+        Ok(busiest.1)
     }
 
     /// Replaces a store from before generations by the generational root built beside it.

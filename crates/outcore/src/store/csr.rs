@@ -44,6 +44,36 @@ pub fn max_degree(out_offsets: &[u64], in_offsets: Option<&[u64]>) -> u64 {
     out_offsets.windows(2).zip(in_offsets.windows(2)).map(|(o, i)| o[1] - o[0] + i[1] - i[0]).max().unwrap_or(0)
 }
 
+/// The vertex with the most in- plus out-arcs and that number ([`max_degree`]), from the
+/// offsets of csr-out and csr-in streamed 64 Ki vertices at a time through `read(direction,
+/// first, out)`; on an undirected store (`directed` false) csr-out serves as csr-in and is read
+/// once.
+pub fn busiest_by_offsets(
+    vertices: u64,
+    directed: bool,
+    mut read: impl FnMut(Direction, u64, &mut [u64]) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let chunk = 1u64 << 16;
+    let (mut out, mut inn) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
+    let (mut best, mut first) = ((0, 0), 0);
+    while first < vertices {
+        let count = chunk.min(vertices - first) as usize;
+        read(Direction::Out, first, &mut out[..count + 1])?;
+        if directed {
+            read(Direction::In, first, &mut inn[..count + 1])?;
+        }
+        let in_offsets = if directed { &inn[..count + 1] } else { &out[..count + 1] };
+        for (i, (o, n)) in out[..count + 1].windows(2).zip(in_offsets.windows(2)).enumerate() {
+            let edges = o[1] - o[0] + n[1] - n[0];
+            if edges > best.1 {
+                best = (first + i as u64, edges);
+            }
+        }
+        first += count as u64;
+    }
+    Ok(best)
+}
+
 /// An opened CSR layout.
 #[derive(Debug)]
 pub struct CsrLayout {

@@ -321,26 +321,13 @@ pub(crate) const MAX_AUTO_SHARDS: usize = 1024;
 /// The vertex with most in- plus out-edges and that number, from the offsets (streamed); the
 /// number is the store's [`Manifest::max_degree`](crate::store::Manifest::max_degree).
 pub fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
-    let out = store.csr(Direction::Out)?;
-    let inn = store.csr(Direction::In)?;
-    let n = store.num_vertices();
-    let chunk = 1u64 << 16;
-    let (mut a, mut b) = (vec![0u64; chunk as usize + 1], vec![0u64; chunk as usize + 1]);
-    let (mut best, mut best_edges) = (0, 0);
-    let mut first = 0;
-    while first < n {
-        let count = chunk.min(n - first) as usize;
-        out.read_offsets(first, &mut a[..count + 1])?;
-        inn.read_offsets(first, &mut b[..count + 1])?;
-        for i in 0..count {
-            let edges = a[i + 1] - a[i] + b[i + 1] - b[i];
-            if edges > best_edges {
-                (best, best_edges) = (first + i as u64, edges);
-            }
+    let (out, inn) = (store.csr(Direction::Out)?, store.csr(Direction::In)?);
+    crate::store::csr::busiest_by_offsets(store.num_vertices(), store.is_directed(), |direction, first, offsets| {
+        match direction {
+            Direction::Out => out.read_offsets(first, offsets),
+            Direction::In => inn.read_offsets(first, offsets),
         }
-        first += count as u64;
-    }
-    Ok((best, best_edges))
+    })
 }
 
 /// The edge sections one interval's step has loaded: its memory shard and its windows.
