@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
 use outcore::engine::pregel::{partition, PregelOptions};
-use outcore::engine::{EngineKind, PregelIteration, RunOptions, RunStats, Runner};
+use outcore::engine::{Delivery, EngineKind, PregelIteration, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
 use outcore::program::{GraphInfo, PregelContext, PregelProgram};
@@ -223,6 +223,37 @@ fn kmeans_on_1_to_4_ranks_basic_and_recoded_equals_inmem() {
                 assert!(stats[0].iterations > 2, "{what}: {} supersteps", stats[0].iterations);
                 let edges: u64 = stats.iter().flat_map(|s| &s.per_iteration).map(|i| i.edges_processed).sum();
                 assert_eq!(edges, stats[0].iterations as u64 * 720, "{what}: every step streams every coordinate");
+            }
+        }
+    }
+}
+
+/// A single recoded rank pulls PageRank (dense uniform messages) over its resident in-lists,
+/// directed and undirected, and equals inmem; with two ranks every step pushes.
+#[test]
+fn a_single_recoded_rank_pulls_pagerank_over_its_in_lists() {
+    for (name, g) in [("rmat", rmat()), ("er", er())] {
+        let p = params(&g, "pr");
+        let expected = inmem(&g.store, "pr", &p);
+        for ranks in [1, 2] {
+            partition::partition(&g.store, ranks, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
+                .unwrap();
+            let (got, stats) = pregel(&g.store, ranks, true, 4096, "pr", &p).unwrap();
+            let what = format!("{name} pr W={ranks}");
+            assert_same("pr", &expected, &got, &what);
+            for rank in &stats {
+                let deliveries: Vec<_> = rank.per_iteration.iter().map(|i| i.delivery).collect();
+                let pulled = deliveries.iter().filter(|d| **d == Some(Delivery::Pull)).count();
+                let expected_pulls = if ranks == 1 { deliveries.len() } else { 0 };
+                assert_eq!(pulled, expected_pulls, "{what}: deliveries {deliveries:?}");
+            }
+            if ranks == 1 {
+                // Every arc of a sending vertex counts as a message, all combined in memory.
+                let sent = per_step(&stats[0], |i| i.messages_sent);
+                let local = per_step(&stats[0], |i| i.messages_combined_locally);
+                let files = per_step(&stats[0], |i| i.message_files);
+                assert_eq!((local, files), (sent, 0), "{what}");
+                assert!(sent >= 9 * g.store.num_arcs() / 2, "{what}: {sent} messages");
             }
         }
     }

@@ -64,7 +64,7 @@ use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
 };
-use crate::runtime::{format_size, Charge, ProgressUnit};
+use crate::runtime::{format_size, prefetch, Charge, ProgressUnit};
 use crate::store::{Direction, InMemoryCsr, Store};
 use crate::VertexId;
 
@@ -487,20 +487,6 @@ fn pull_and_apply<P: VertexProgram>(
 /// How far ahead (targets of a pull, frontier vertices or arcs of a sparse push) the engine asks
 /// for the memory it will need.
 const PREFETCH_AHEAD: u64 = 16;
-
-/// Asks the processor to start loading the cache line of `x`: a hint only, results never depend
-/// on it. Pulls and sparse pushes read lists and values at irregular addresses no hardware
-/// prefetcher follows, so without the hint each waits for memory in turn.
-#[inline(always)]
-fn prefetch<T>(x: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of x86_64, and a prefetch never faults nor changes memory, whatever
-        // the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(x.cast()) };
-    }
-}
 
 /// [`prefetch`] of the first arcs of `v`'s list in `csr`, when `v` is a vertex with arcs.
 #[inline(always)]

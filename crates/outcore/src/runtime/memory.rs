@@ -208,3 +208,19 @@ mod peak_tests {
         assert!(super::peak_rss_bytes() >= before.max(64 << 20));
     }
 }
+
+/// Asks the processor to start loading the cache line at `ptr`: a hint only, results never
+/// depend on it. Pulls and sparse pushes read lists and values at irregular addresses no
+/// hardware prefetcher follows, so without the hint each waits for memory in turn.
+#[inline(always)]
+pub fn prefetch<T>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and never dereferences in the
+    // language's sense, even for an address outside any allocation; SSE is part of the
+    // x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}

@@ -8,6 +8,8 @@
 //! them. Any number of cursors read resident lists at once, each from its own offset, which
 //! is what lets a rank compute chunks of its vertices in parallel.
 
+use rayon::prelude::*;
+
 use super::rank::VertexRecord;
 use super::streams::EdgeStream;
 use crate::error::Result;
@@ -66,6 +68,38 @@ impl ResidentColumn {
         if weighted {
             weights.clear();
             weights.extend_from_slice(&self.weights[at..at + len]);
+        }
+    }
+}
+
+/// Names of a resident list, as they are held.
+pub enum Names<'a> {
+    Narrow(&'a [u32]),
+    Wide(&'a [u64]),
+}
+
+impl ResidentColumn {
+    /// The names of the `degree` arcs from arc `at`.
+    pub fn names(&self, at: usize, degree: usize) -> Names<'_> {
+        if self.wide.is_empty() {
+            Names::Narrow(&self.narrow[at..at + degree])
+        } else {
+            Names::Wide(&self.wide[at..at + degree])
+        }
+    }
+
+    /// Replaces every name `n` by `rename(n)`, on all cores.
+    pub fn rename(&mut self, rename: impl Fn(u64) -> u64 + Sync) {
+        self.narrow.par_iter_mut().for_each(|n| *n = rename(*n as u64) as u32);
+        self.wide.par_iter_mut().for_each(|n| *n = rename(*n));
+    }
+
+    /// The largest name of the column (None when it has no arc).
+    pub fn max_name(&self) -> Option<u64> {
+        if self.wide.is_empty() {
+            self.narrow.par_iter().max().map(|&n| n as u64)
+        } else {
+            self.wide.par_iter().max().copied()
         }
     }
 }

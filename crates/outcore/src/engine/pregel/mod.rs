@@ -48,6 +48,7 @@
 mod checkpoint;
 mod lists;
 mod parallel;
+mod pull;
 pub mod partition;
 pub mod plan;
 mod rank;
@@ -225,6 +226,10 @@ where
     fn reads_in_lists(&self) -> bool {
         self.program.direction() != EdgeDirection::Out && self.graph.directed
     }
+    fn sends_dense_uniform_messages(&self) -> bool {
+        let p = self.program;
+        p.sends_uniform_messages() && p.applies_to_all() && (p.direction() == EdgeDirection::Out || !self.graph.directed)
+    }
     fn runs_no_step(&self) -> bool {
         false
     }
@@ -268,12 +273,29 @@ where
         if p.max_iterations().is_some_and(|max| step >= max) {
             return Ok(false);
         }
+        // A uniform message is computed once per vertex, not once per arc (PageRank's division).
+        let uniform = p.sends_uniform_messages().then(|| {
+            let edge =
+                EdgeRef { source: vertex.dense, target: vertex.dense, weight: 1.0, source_out_degree: vertex.out_degree };
+            p.scatter(value, edge)
+        });
+        if out.pulls() {
+            // Only programs with dense uniform messages run on a pulling rank.
+            if let Some(Some(msg)) = uniform {
+                out.offer(vertex.name, msg, vertex.out_degree);
+            }
+            return Ok(false);
+        }
         lists.load()?;
-        let scatter_along = |names: &[u64], weights: &[f64], out: &mut Sink<P::Msg>| {
-            for (&target, &weight) in names.iter().zip(weights) {
-                let edge = EdgeRef { source: vertex.dense, target, weight, source_out_degree: vertex.out_degree };
-                if let Some(msg) = p.scatter(value, edge) {
-                    out.send(target, msg);
+        let scatter_along = |names: &[u64], weights: &[f64], out: &mut Sink<P::Msg>| match uniform {
+            Some(None) => {}
+            Some(Some(msg)) => names.iter().for_each(|&target| out.send(target, msg)),
+            None => {
+                for (&target, &weight) in names.iter().zip(weights) {
+                    let edge = EdgeRef { source: vertex.dense, target, weight, source_out_degree: vertex.out_degree };
+                    if let Some(msg) = p.scatter(value, edge) {
+                        out.send(target, msg);
+                    }
                 }
             }
         };

@@ -18,6 +18,7 @@
 
 use rayon::prelude::*;
 
+use super::pull::Offers;
 use super::rank::{StepProgram, Totals};
 use crate::error::{Error, Result};
 use crate::program::Wire;
@@ -35,6 +36,9 @@ pub(crate) struct Route {
     pub n_local: u64,
     /// Positions per bucket: `1 << bucket_shift`.
     pub bucket_shift: u32,
+    /// The rank pulls: vertices offer their one message instead of sending it along each arc
+    /// ([`super::pull`]).
+    pub pulls: bool,
 }
 
 impl Route {
@@ -53,7 +57,7 @@ impl Route {
         // not miss; not so many that a sink spreads its messages over too many buffers.
         let bucket = n_local.div_ceil(4 * threads.max(1)).min((4 << 20) / slot.max(1)).max(4096);
         let bucket_shift = bucket.next_power_of_two().trailing_zeros().min(31);
-        Route { rank, ranks: ranks as u64, ranks_shift, combines_locally, n_local: n_local as u64, bucket_shift }
+        Route { rank, ranks: ranks as u64, ranks_shift, combines_locally, n_local: n_local as u64, bucket_shift, pulls: false }
     }
 
     #[inline]
@@ -80,6 +84,8 @@ pub struct Sink<M> {
     remote: Vec<Vec<u8>>,
     /// Per bucket: positions inside the bucket and messages, in sending order.
     local: Vec<(Vec<u32>, Vec<M>)>,
+    /// On a pulling rank: the positions that offered a message, and the message.
+    offers: Vec<(usize, M)>,
     /// `Totals::sum` terms and aggregate contributions, in call order.
     sums: Vec<f64>,
     aggregates: Vec<(usize, f64)>,
@@ -101,6 +107,7 @@ impl<M: Wire> Sink<M> {
             local: (0..if route.combines_locally { route.buckets() } else { 0 })
                 .map(|_| (Vec::new(), Vec::new()))
                 .collect(),
+            offers: Vec::new(),
             sums: Vec::new(),
             aggregates: Vec::new(),
             width,
@@ -131,6 +138,31 @@ impl<M: Wire> Sink<M> {
             name.put(buffer);
             msg.put(buffer);
         }
+    }
+
+    /// Whether the rank pulls: a program that sends [dense uniform
+    /// messages](super::rank::StepProgram::sends_dense_uniform_messages) then offers them.
+    pub fn pulls(&self) -> bool {
+        self.route.pulls
+    }
+
+    /// The vertex named `name` sends `msg` along all its `arcs` out-arcs (on a pulling rank).
+    pub fn offer(&mut self, name: u64, msg: M, arcs: u64) {
+        let (_, pos) = self.route.split(name);
+        if pos >= self.route.n_local {
+            return self.beyond(name);
+        }
+        self.sent += arcs;
+        self.combined_locally += arcs;
+        self.offers.push((pos as usize, msg));
+    }
+
+    /// Moves the chunk's offers into `offers`.
+    pub fn hand_offers(&mut self, offers: &mut Offers<M>)
+    where
+        M: Clone + Send + Sync,
+    {
+        self.offers.drain(..).for_each(|(pos, msg)| offers.offer(pos, msg));
     }
 
     #[cold]
@@ -168,6 +200,7 @@ impl<M: Wire> Sink<M> {
         figures.combined_locally += std::mem::take(&mut self.combined_locally);
         figures.computed += std::mem::take(&mut self.computed);
         self.remote.iter_mut().for_each(Vec::clear);
+        self.offers.clear();
         for (positions, messages) in &mut self.local {
             positions.clear();
             messages.clear();

@@ -29,11 +29,12 @@ use crossbeam_channel::{Receiver, Sender};
 use rayon::prelude::*;
 
 use super::checkpoint;
-use super::lists::{ListCursor, ResidentEdges};
+use super::lists::{ListCursor, ResidentColumn, ResidentEdges};
 use super::parallel::{self, Route, Sink, WaveFigures};
+use super::pull::Offers;
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
-use crate::engine::{IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
+use crate::engine::{Delivery, IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::chunks::{self, Cut};
@@ -111,6 +112,13 @@ pub trait StepProgram: Sync {
     fn combine(&self, a: &Self::Msg, b: &Self::Msg) -> Self::Msg;
     fn reads_out_lists(&self) -> bool;
     fn reads_in_lists(&self) -> bool;
+    /// Whether every awake vertex sends one message, the same along all its out-arcs (the
+    /// lists of an undirected store) and along no other, in every step, and `compute` offers
+    /// it through [`Sink::offer`] when the sink [pulls](Sink::pulls): a single rank then pulls
+    /// ([`super::pull`]).
+    fn sends_dense_uniform_messages(&self) -> bool {
+        false
+    }
     /// Steps to run at most before any is computed (Pregel's `max_supersteps() == Some(0)`).
     fn runs_no_step(&self) -> bool;
     fn wakes(&self, halted: bool, has_messages: bool) -> bool;
@@ -184,9 +192,29 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     // B, sized once the rank's fixed memory is known; then the compute buffers and the
     // resident lists from what is left.
     let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
-    let (out_arcs, in_arcs) = read_arcs(program, &info, rank);
     let narrow = narrow_names(settings.recoded, ranks as u64, max_local as u64);
-    memory.size_compute(budget.bytes(), b, ResidentEdges::bytes(out_arcs + in_arcs, info.weighted, narrow));
+    let resident_bytes = |reads: ListsRead| {
+        let (out, inn) = reads.arcs(&info, rank);
+        ResidentEdges::bytes(out + inn, info.weighted, narrow)
+    };
+    // A single rank pulls dense uniform messages when the budget holds the in-lists and the
+    // offers; otherwise it pushes.
+    let mut pulls = ranks == 1
+        && in_memory_combine
+        && program.sends_dense_uniform_messages()
+        && Offers::<S::Msg>::fits(n_local as u64);
+    if pulls {
+        let offers = Offers::<S::Msg>::bytes(n_local as u64);
+        memory.arrays += offers;
+        memory.size_compute(budget.bytes(), b, resident_bytes(ListsRead::of(program, info.directed, true)));
+        pulls = memory.resident > 0;
+        if !pulls {
+            memory.arrays -= offers;
+        }
+    }
+    let reads = ListsRead::of(program, info.directed, pulls);
+    let (out_arcs, in_arcs) = reads.arcs(&info, rank);
+    memory.size_compute(budget.bytes(), b, resident_bytes(reads));
     memory.check(budget, b)?;
     let _charges = runner.ledger().charge_parts(&memory.parts(b))?;
 
@@ -236,6 +264,8 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             message_file_size: b,
             compute_bytes: memory.compute,
             resident: (memory.resident > 0).then_some((out_arcs, in_arcs, narrow)),
+            reads,
+            pulls,
             fingerprint: &fingerprint,
             counters: counters.clone(),
         };
@@ -320,12 +350,33 @@ fn resume<V: Wire + Clone, M: Wire>(
     checkpoint::load::<V, M>(rank_dir, fingerprint, step, n_local, work, counters).map(Some)
 }
 
-/// Arcs of the lists the program reads on this rank: out-lists, in-lists.
-fn read_arcs<S: StepProgram>(program: &S, info: &PartitionInfo, rank: usize) -> (u64, u64) {
-    let part = &info.parts[rank];
-    let out = if program.reads_out_lists() { part.out_arcs } else { 0 };
-    let inn = if program.reads_in_lists() && info.directed { part.in_arcs } else { 0 };
-    (out, inn)
+/// Which of the rank's lists a run reads: out-lists, and in-lists (directed stores only).
+#[derive(Debug, Clone, Copy)]
+struct ListsRead {
+    out: bool,
+    inn: bool,
+}
+
+impl ListsRead {
+    /// The lists `program` reads; a pulling rank reads in-lists only (the lists of an
+    /// undirected store).
+    fn of<S: StepProgram>(program: &S, directed: bool, pulls: bool) -> ListsRead {
+        if pulls {
+            return ListsRead { out: !directed, inn: directed };
+        }
+        ListsRead { out: program.reads_out_lists(), inn: program.reads_in_lists() && directed }
+    }
+
+    /// Arcs of these lists on `rank`: out-lists, in-lists.
+    fn arcs(self, info: &PartitionInfo, rank: usize) -> (u64, u64) {
+        let part = &info.parts[rank];
+        (if self.out { part.out_arcs } else { 0 }, if self.inn { part.in_arcs } else { 0 })
+    }
+
+    /// Arcs of these lists of `vertex`.
+    fn degree(self, vertex: &VertexRecord) -> u64 {
+        (if self.out { vertex.out_degree } else { 0 }) + if self.inn { vertex.in_degree } else { 0 }
+    }
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -364,6 +415,7 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
 pub(crate) struct RankMemory {
     n_local: u64,
     pub(crate) vertex_part: u64,
+    /// A_s and A_r, and a pulling rank's offers.
     arrays: u64,
     buffer_count: u64,
     /// The compute buffers of one wave.
@@ -662,6 +714,9 @@ struct ComputeUnit<'a, S: StepProgram> {
     compute_bytes: u64,
     /// Out- and in-arcs and name width of the lists kept resident, when the budget holds them.
     resident: Option<(u64, u64, bool)>,
+    reads: ListsRead,
+    /// The rank pulls dense uniform messages over its resident in-lists ([`super::pull`]).
+    pulls: bool,
     fingerprint: &'a str,
     counters: IoCounters,
 }
@@ -693,6 +748,8 @@ struct LoopState<S: StepProgram> {
     inbox: WaveInbox<S::Msg>,
     /// One sink per chunk of a wave, kept with their capacity from wave to wave.
     sinks: Vec<Sink<S::Msg>>,
+    /// A pulling rank's offers of the step.
+    offers: Option<Offers<S::Msg>>,
 }
 
 /// The messages of a wave's vertices, in vertex order: vertex `k` of the wave has
@@ -728,6 +785,8 @@ struct StepFigures {
     message_files: u64,
     batches: u64,
     bytes_received: u64,
+    /// The rank pulled the step's messages.
+    pulled: bool,
 }
 
 /// U_c: the superstep loop. Returns the number of steps run.
@@ -747,7 +806,9 @@ fn compute_unit<S: StepProgram>(
         let io_before = unit.runner.io_snapshot();
         let mut lists = unit.open_lists(&checks, resident.is_none())?;
         if let (Some((out_arcs, in_arcs, narrow)), None) = (unit.resident, &resident) {
-            resident = Some(ResidentEdges::read(&mut lists, out_arcs, in_arcs, narrow)?);
+            let mut edges = ResidentEdges::read(&mut lists, out_arcs, in_arcs, narrow)?;
+            unit.renumber_pulled_lists(state.offers.as_ref(), &mut edges)?;
+            resident = Some(edges);
         }
         let arrived = unit.open_arrived(state.arrived.take())?;
         let (totals, figures) = unit.compute_step(step, &mut state, values, &mut lists, resident.as_ref(), arrived)?;
@@ -807,6 +868,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             messages: Vec::new(),
             inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
             sinks: Vec::new(),
+            offers: self.pulls.then(|| Offers::new(self.vertices)),
         };
         if let Some(saved) = resumed {
             values.clone_from_slice(&saved.values);
@@ -826,9 +888,9 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         let open = |name: &str, checks: &Option<Arc<FileChecks>>| {
             EdgeStream::open_checked(&self.rank_dir.join(name), self.counters.clone(), checks.clone())
         };
-        let (program, info) = (self.program, self.info);
-        let out = streamed && program.reads_out_lists();
-        let inn = streamed && program.reads_in_lists() && info.directed;
+        let info = self.info;
+        let out = streamed && self.reads.out;
+        let inn = streamed && self.reads.inn;
         Ok(ListCursor::streams(
             if out { Some(open("edges-out", &checks.out)?) } else { None },
             if inn { Some(open("edges-in", &checks.inn)?) } else { None },
@@ -891,11 +953,18 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
                 }
             };
             threads.extend(state.sinks[..used].iter().map(|s| s.thread));
+            if let Some(offers) = state.offers.as_mut() {
+                state.sinks[..used].iter_mut().for_each(|sink| sink.hand_offers(offers));
+            }
             let append = &mut |dest: usize, records: &[u8]| outbox.append(dest, records);
             parallel::deliver(program, &mut state.sinks[..used], &mut state.local, &mut totals, &mut wave, append)?;
             at = end;
         }
         arrived.check_drained(self.rank())?;
+        if let (Some(offers), Some(column)) = (state.offers.as_mut(), resident.and_then(|e| self.pulled_lists(e))) {
+            let reads = self.reads;
+            edges_read += offers.pull_into(program, column, self.vertices, |v| reads.degree(v), &mut state.local);
+        }
         let Arrived { merged, array, batches, bytes } = arrived;
         if let Some(m) = merged {
             m.remove();
@@ -914,8 +983,32 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             message_files,
             batches,
             bytes_received: bytes,
+            pulled: state.offers.is_some(),
         };
         Ok((totals, figures))
+    }
+
+    /// The resident lists a pulling rank folds its offers over: the in-lists (the lists of an
+    /// undirected store).
+    fn pulled_lists<'e>(&self, edges: &'e ResidentEdges) -> Option<&'e ResidentColumn> {
+        if self.info.directed {
+            edges.inn.as_ref()
+        } else {
+            edges.out.as_ref()
+        }
+    }
+
+    /// A pulling rank's lists, just read, name its offers' slots ([`Offers::renumber`]).
+    fn renumber_pulled_lists(&self, offers: Option<&Offers<S::Msg>>, edges: &mut ResidentEdges) -> Result<()> {
+        let column = if self.info.directed { edges.inn.as_mut() } else { edges.out.as_mut() };
+        let (Some(offers), Some(column)) = (offers, column) else {
+            return Ok(());
+        };
+        offers.renumber(column).map_err(|name| {
+            let file = self.rank_dir.join(if self.info.directed { "edges-in" } else { "edges-out" });
+            let n = self.vertices.len();
+            Error::store(&file, format!("names vertex {name}, beyond the rank's {n} vertices"))
+        })
     }
 
     /// At least `chunks` sinks, routed for this rank.
@@ -923,17 +1016,21 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         let t = self.settings.transport;
         let threads = rayon::current_num_threads();
         let slot = size_of::<Option<S::Msg>>();
-        let route = Route::new(t.rank(), t.ranks(), self.combines_locally(), self.vertices.len(), threads, slot);
+        let mut route = Route::new(t.rank(), t.ranks(), self.combines_locally(), self.vertices.len(), threads, slot);
+        route.pulls = self.pulls;
         while sinks.len() < chunks {
             sinks.push(Sink::new(route, self.program.aggregate_width()));
         }
     }
 
-    /// Arcs of the lists the program reads of `vertex`.
+    /// Arcs of the lists the program reads of `vertex` (none when the rank pulls: the in-lists
+    /// are read after the step's waves).
     fn arcs_of(&self, vertex: &VertexRecord) -> u64 {
-        let out = if self.program.reads_out_lists() { vertex.out_degree } else { 0 };
-        let inn = if self.program.reads_in_lists() && self.info.directed { vertex.in_degree } else { 0 };
-        out + inn
+        if self.pulls {
+            0
+        } else {
+            self.reads.degree(vertex)
+        }
     }
 
     /// Collects the messages of the vertices from `at` on into `inbox`, up to what the compute
@@ -1068,7 +1165,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             bytes_read: io.bytes_read,
             bytes_written: io.bytes_written,
             seconds: started.elapsed().as_secs_f64(),
-            delivery: None,
+            delivery: figures.pulled.then_some(Delivery::Pull),
             figures: IterationFigures::Pregel(PregelIteration {
                 messages_sent: totals.messages,
                 messages_sent_all_ranks: global.messages,

@@ -63,7 +63,7 @@ pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, Selectiv
 use super::Runner;
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
-use crate::runtime::{format_size, MemoryPart};
+use crate::runtime::{format_size, prefetch, MemoryPart};
 use crate::store::{Direction, Store};
 use reader::EdgeFile;
 
@@ -827,20 +827,6 @@ impl<P: VertexProgram> Scatter<'_, P> {
 
 /// How many edges ahead the scatter prefetches accumulator slots.
 pub(crate) const PREFETCH_DISTANCE: usize = 16;
-
-/// Hints the CPU to bring the cache line at `ptr` into the cache (no effect elsewhere).
-#[inline(always)]
-pub(crate) fn prefetch<T>(ptr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and never dereferences in the
-    // language's sense, even for an address outside any allocation; SSE is part of the
-    // x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
-}
 
 /// Folds the accumulators into the first, applies, and builds the next frontier; returns the
 /// next iteration's active vertices and their edges per layout.

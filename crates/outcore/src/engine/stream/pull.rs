@@ -32,7 +32,8 @@
 use rayon::prelude::*;
 
 use super::reader::EdgeBuffer;
-use super::{prefetch, IndexedBitmap};
+use super::IndexedBitmap;
+use crate::runtime::prefetch;
 use crate::engine::PULL_DIVISOR;
 use crate::program::{EdgeRef, VertexProgram};
 
