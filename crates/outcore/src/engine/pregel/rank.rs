@@ -1384,7 +1384,11 @@ impl<'u, S: StepProgram> Outbox<'u, S> {
 /// Folds the messages this rank sent to its own vertices into the array U_r filled from the
 /// other ranks (created when none arrived), emptying `local` for the next step.
 fn join_local<S: StepProgram>(program: &S, local: &mut [Option<S::Msg>], array: &mut Option<Vec<Option<S::Msg>>>) {
-    let array = array.get_or_insert_with(|| vec![None; local.len()]);
+    let Some(array) = array else {
+        // Nothing arrived from other ranks (W = 1): the local messages are the step's A_r.
+        *array = Some(local.iter_mut().map(Option::take).collect());
+        return;
+    };
     for (slot, mine) in array.iter_mut().zip(local.iter_mut()) {
         if let Some(msg) = mine.take() {
             *slot = Some(match slot.take() {
