@@ -48,9 +48,9 @@
 mod checkpoint;
 mod lists;
 mod parallel;
-mod pull;
 pub mod partition;
 pub mod plan;
+mod pull;
 mod rank;
 mod recode;
 mod streams;
@@ -228,7 +228,9 @@ where
     }
     fn sends_dense_uniform_messages(&self) -> bool {
         let p = self.program;
-        p.sends_uniform_messages() && p.applies_to_all() && (p.direction() == EdgeDirection::Out || !self.graph.directed)
+        p.sends_uniform_messages()
+            && p.applies_to_all()
+            && (p.direction() == EdgeDirection::Out || !self.graph.directed)
     }
     fn runs_no_step(&self) -> bool {
         false
@@ -275,8 +277,12 @@ where
         }
         // A uniform message is computed once per vertex, not once per arc (PageRank's division).
         let uniform = p.sends_uniform_messages().then(|| {
-            let edge =
-                EdgeRef { source: vertex.dense, target: vertex.dense, weight: 1.0, source_out_degree: vertex.out_degree };
+            let edge = EdgeRef {
+                source: vertex.dense,
+                target: vertex.dense,
+                weight: 1.0,
+                source_out_degree: vertex.out_degree,
+            };
             p.scatter(value, edge)
         });
         if out.pulls() {

@@ -57,7 +57,15 @@ impl Route {
         // not miss; not so many that a sink spreads its messages over too many buffers.
         let bucket = n_local.div_ceil(4 * threads.max(1)).min((4 << 20) / slot.max(1)).max(4096);
         let bucket_shift = bucket.next_power_of_two().trailing_zeros().min(31);
-        Route { rank, ranks: ranks as u64, ranks_shift, combines_locally, n_local: n_local as u64, bucket_shift, pulls: false }
+        Route {
+            rank,
+            ranks: ranks as u64,
+            ranks_shift,
+            combines_locally,
+            n_local: n_local as u64,
+            bucket_shift,
+            pulls: false,
+        }
     }
 
     #[inline]

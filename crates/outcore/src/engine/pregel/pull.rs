@@ -29,6 +29,9 @@ use crate::runtime::prefetch;
 /// How many arcs ahead a pull asks for the offer it will fold.
 const PREFETCH_AHEAD: usize = 16;
 
+/// Targets, their lists' arcs, and the targets' message slots: one chunk of a pull.
+type PullJob<'a, M> = (Range<usize>, Range<usize>, &'a mut [Option<M>]);
+
 /// One message slot per position of the rank, and which positions offered one this step.
 pub struct Offers<M> {
     /// By slot: a position's slot is its rank by out-degree, so that the offers most lists
@@ -98,7 +101,7 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     ) -> u64 {
         let count = 4 * rayon::current_num_threads().max(1);
         let ranges = chunks::balanced(vertices.len(), |t| 1 + in_degree(&vertices[t]), count, Cut::Shares);
-        let mut jobs: Vec<(Range<usize>, Range<usize>, &mut [Option<M>])> = Vec::with_capacity(ranges.len());
+        let mut jobs: Vec<PullJob<M>> = Vec::with_capacity(ranges.len());
         let (mut rest, mut arc) = (local, 0usize);
         for range in ranges {
             let (slots, tail) = std::mem::take(&mut rest).split_at_mut(range.len());

@@ -31,10 +31,12 @@ use rayon::prelude::*;
 use super::checkpoint;
 use super::lists::{ListCursor, ResidentColumn, ResidentEdges};
 use super::parallel::{self, Route, Sink, WaveFigures};
-use super::pull::Offers;
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
+use super::pull::Offers;
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
-use crate::engine::{Delivery, IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner};
+use crate::engine::{
+    Delivery, IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner,
+};
 use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::chunks::{self, Cut};

@@ -33,9 +33,9 @@ use rayon::prelude::*;
 
 use super::reader::EdgeBuffer;
 use super::IndexedBitmap;
-use crate::runtime::prefetch;
 use crate::engine::PULL_DIVISOR;
 use crate::program::{EdgeRef, VertexProgram};
+use crate::runtime::prefetch;
 
 /// How many edges ahead a fold prefetches its sources' messages: the loop is short (a load and
 /// an add), so it runs further ahead than the push's scatter; 48 measured best of 16/48 on
