@@ -226,11 +226,10 @@ where
     fn reads_in_lists(&self) -> bool {
         self.program.direction() != EdgeDirection::Out && self.graph.directed
     }
-    fn sends_dense_uniform_messages(&self) -> bool {
+    fn dense_uniform_identity(&self) -> Option<P::Msg> {
         let p = self.program;
-        p.sends_uniform_messages()
-            && p.applies_to_all()
-            && (p.direction() == EdgeDirection::Out || !self.graph.directed)
+        let dense = p.sends_uniform_messages() && p.applies_to_all();
+        (dense && (p.direction() == EdgeDirection::Out || !self.graph.directed)).then(|| p.identity())
     }
     fn runs_no_step(&self) -> bool {
         false

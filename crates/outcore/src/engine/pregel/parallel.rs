@@ -149,7 +149,7 @@ impl<M: Wire> Sink<M> {
     }
 
     /// Whether the rank pulls: a program that sends [dense uniform
-    /// messages](super::rank::StepProgram::sends_dense_uniform_messages) then offers them.
+    /// messages](super::rank::StepProgram::dense_uniform_identity) then offers them.
     pub fn pulls(&self) -> bool {
         self.route.pulls
     }

@@ -2,16 +2,22 @@
 //! W = 1 spent three quarters of its time bucketing 65 M messages and folding them into their
 //! targets' slots, 3× the time of `stream`).
 //!
-//! When every awake vertex sends one message along all its out-arcs, every step
-//! ([`StepProgram::sends_dense_uniform_messages`]: PageRank, Katz, unweighted eigenvector), a
-//! vertex only *offers* its message: one slot per position in [`Offers`]. After the step's last
-//! wave each target folds the offers of its in-neighbours, reading its resident in-list (the
-//! out-lists are not needed at all), into the array of messages to the rank's own vertices —
-//! what push would have folded there, as Pregel+'s mirrors fan one value out to a rank's
-//! targets (Yan et al., "Effective techniques for message reduction and load balancing in
-//! distributed graph computation", §4). Targets are cut into chunks of about equal in-arcs,
-//! folded on all cores, each target's messages in in-list order, so the result does not depend
-//! on the number of threads.
+//! When every awake vertex sends one message along all its out-arcs, every step, and the
+//! program's combiner has an identity ([`StepProgram::dense_uniform_identity`]: PageRank,
+//! Katz, unweighted eigenvector), a vertex only *offers* its message: one slot per position in
+//! [`Offers`]. After the step's last wave each target folds the offers of its in-neighbours,
+//! reading its resident in-list (the out-lists are not needed at all), into the array of
+//! messages to the rank's own vertices — what push would have folded there, as Pregel+'s
+//! mirrors fan one value out to a rank's targets (Yan et al., "Effective techniques for message
+//! reduction and load balancing in distributed graph computation", §4).
+//!
+//! The fold is `stream`'s pull (`stream/pull.rs`): slots are ordered by out-degree and the
+//! in-lists renamed to slots once, so the offers most lists name share cache lines; a slot that
+//! offered nothing holds the identity, so the fold reads every name without a test, into four
+//! interleaved partial folds. A target with an in-list therefore always gets a message (the
+//! identity when no in-neighbour offered), which the programs that pull cannot tell apart
+//! from none: they apply at every vertex. Targets are cut into chunks of about equal in-arcs,
+//! folded on all cores, so the result does not depend on the number of threads.
 //!
 //! Only a single rank pulls: with W > 1 an in-list names sources of other ranks, whose offers
 //! are not here.
@@ -28,26 +34,30 @@ use crate::runtime::prefetch;
 
 /// How many arcs ahead a pull asks for the offer it will fold.
 const PREFETCH_AHEAD: usize = 16;
+/// Partial folds of one list.
+const LANES: usize = 4;
 
 /// Targets, their lists' arcs, and the targets' message slots: one chunk of a pull.
 type PullJob<'a, M> = (Range<usize>, Range<usize>, &'a mut [Option<M>]);
 
-/// One message slot per position of the rank, and which positions offered one this step.
+/// The chunks of a pull: targets and their lists' arcs, cut once per run.
+type PullChunks = Vec<(Range<usize>, Range<usize>)>;
+
+/// The message each position offers this step, by slot.
 pub struct Offers<M> {
-    /// By slot: a position's slot is its rank by out-degree, so that the offers most lists
-    /// name share cache lines (as `stream` orders its sources); the lists name slots.
+    /// By slot: a position's slot is its rank by out-degree; the identity where no offer.
     values: Vec<M>,
-    present: Vec<u64>,
+    identity: M,
     /// The slot of each position.
     slot_of: Vec<u32>,
+    /// The chunks of the pull, once cut.
+    chunks: Option<PullChunks>,
 }
 
 impl<M: Wire + Clone + Send + Sync> Offers<M> {
     /// No offer yet, for the positions of `vertices`, slotted by out-degree.
-    pub fn new(vertices: &[VertexRecord]) -> Offers<M> {
+    pub fn new(vertices: &[VertexRecord], identity: M) -> Offers<M> {
         let n = vertices.len();
-        // Slots without an offer are never read; any value fills them.
-        let filler = M::get(&vec![0u8; M::BYTES]);
         // Descending out-degree (capped below 2^32), then position: one u64 key per position.
         let mut by_degree: Vec<u64> = vertices
             .par_iter()
@@ -57,12 +67,12 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         by_degree.par_sort_unstable();
         let mut slot_of = vec![0u32; n];
         by_degree.iter().enumerate().for_each(|(slot, &key)| slot_of[key as u32 as usize] = slot as u32);
-        Offers { values: vec![filler; n], present: vec![0; n.div_ceil(64)], slot_of }
+        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None }
     }
 
     /// Bytes of the offers of `n` positions.
     pub fn bytes(n: u64) -> u64 {
-        n * (std::mem::size_of::<M>() as u64 + 4) + n.div_ceil(64) * 8
+        n * (std::mem::size_of::<M>() as u64 + 4)
     }
 
     /// Whether a rank of `n` positions can pull (slots are 4 bytes).
@@ -82,15 +92,12 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
 
     /// Position `pos` sends `msg` along all its out-arcs this step.
     pub fn offer(&mut self, pos: usize, msg: M) {
-        let slot = self.slot_of[pos] as usize;
-        self.values[slot] = msg;
-        self.present[slot / 64] |= 1 << (slot % 64);
+        self.values[self.slot_of[pos] as usize] = msg;
     }
 
-    /// Folds into `local[t]`, for every position t, the offers of its in-neighbours, read from
-    /// `lists` (position t's list holds `in_degree(&vertices[t])` names, in position order),
-    /// and withdraws every offer. Returns the arcs read. The lists name slots
-    /// ([`Offers::renumber`]).
+    /// Folds into `local[t]`, for every position t with an in-list, the offers of its
+    /// in-neighbours, read from `lists` (position t's list holds `in_degree(&vertices[t])`
+    /// slots, in position order), and withdraws every offer. Returns the arcs read.
     pub fn pull_into<S: StepProgram<Msg = M>>(
         &mut self,
         program: &S,
@@ -99,16 +106,15 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         in_degree: impl Fn(&VertexRecord) -> u64 + Sync,
         local: &mut [Option<M>],
     ) -> u64 {
-        let count = 4 * rayon::current_num_threads().max(1);
-        let ranges = chunks::balanced(vertices.len(), |t| 1 + in_degree(&vertices[t]), count, Cut::Shares);
-        let mut jobs: Vec<PullJob<M>> = Vec::with_capacity(ranges.len());
-        let (mut rest, mut arc) = (local, 0usize);
-        for range in ranges {
-            let (slots, tail) = std::mem::take(&mut rest).split_at_mut(range.len());
-            let arcs = vertices[range.clone()].iter().map(&in_degree).sum::<u64>() as usize;
-            jobs.push((range, arc..arc + arcs, slots));
-            (rest, arc) = (tail, arc + arcs);
+        let chunks = self.chunks.get_or_insert_with(|| cut(vertices, &in_degree));
+        let mut jobs: Vec<PullJob<M>> = Vec::with_capacity(chunks.len());
+        let mut rest = local;
+        for (targets, arcs) in chunks.iter() {
+            let (slots, tail) = std::mem::take(&mut rest).split_at_mut(targets.len());
+            jobs.push((targets.clone(), arcs.clone(), slots));
+            rest = tail;
         }
+        let arcs = chunks.last().map_or(0, |(_, arcs)| arcs.end);
         let offers = &*self;
         jobs.into_par_iter().for_each(|(targets, arcs, slots)| {
             let targets = &vertices[targets];
@@ -117,8 +123,9 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
                 Names::Wide(names) => offers.fold_chunk(program, names, targets, &in_degree, slots),
             }
         });
-        self.present.iter_mut().for_each(|word| *word = 0);
-        arc as u64
+        let identity = &self.identity;
+        self.values.par_iter_mut().for_each(|value| *value = identity.clone());
+        arcs as u64
     }
 
     /// Folds into each of `slots` the offers of its target's list, the lists of `targets`
@@ -131,38 +138,48 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         in_degree: impl Fn(&VertexRecord) -> u64,
         slots: &mut [Option<M>],
     ) {
-        let mut at = 0;
+        let (values, mut at) = (self.values.as_slice(), 0);
         for (vertex, slot) in targets.iter().zip(slots) {
             let end = at + in_degree(vertex) as usize;
-            // The offers `PREFETCH_AHEAD` arcs on, in this list or the next ones, are asked for
-            // now: sources are anywhere in `values`.
-            for i in at..end.min(names.len().saturating_sub(PREFETCH_AHEAD)) {
-                prefetch(self.values.as_ptr().wrapping_add(names[i + PREFETCH_AHEAD].into() as usize));
+            if end == at {
+                continue;
             }
-            if let Some(msg) = self.fold(program, &names[at..end]) {
-                *slot = Some(match slot.take() {
-                    Some(old) => program.combine(&old, &msg),
-                    None => msg,
-                });
+            // The offer `PREFETCH_AHEAD` arcs on, in this list or the next ones, is asked for
+            // as each arc is folded: slots are anywhere in `values`.
+            let mut ahead = names[(at + PREFETCH_AHEAD).min(names.len())..].iter();
+            let mut fold_into = |lane: &mut M, name: N| {
+                if let Some(&later) = ahead.next() {
+                    prefetch(values.as_ptr().wrapping_add(later.into() as usize));
+                }
+                *lane = program.combine(lane, &values[name.into() as usize]);
+            };
+            let mut lanes: [M; LANES] = std::array::from_fn(|_| self.identity.clone());
+            let mut groups = names[at..end].chunks_exact(LANES);
+            for group in &mut groups {
+                lanes.iter_mut().zip(group).for_each(|(lane, &name)| fold_into(lane, name));
             }
+            lanes.iter_mut().zip(groups.remainder()).for_each(|(lane, &name)| fold_into(lane, name));
+            let [a, b, c, d] = lanes;
+            let msg = program.combine(&program.combine(&a, &b), &program.combine(&c, &d));
+            *slot = Some(match slot.take() {
+                Some(old) => program.combine(&old, &msg),
+                None => msg,
+            });
             at = end;
         }
     }
+}
 
-    /// The offers of `names`, combined in their order.
-    #[inline]
-    fn fold<S: StepProgram<Msg = M>, N: Copy + Into<u64>>(&self, program: &S, names: &[N]) -> Option<M> {
-        let mut folded: Option<M> = None;
-        for &name in names {
-            let pos = name.into() as usize;
-            if self.present[pos / 64] & (1 << (pos % 64)) != 0 {
-                let msg = &self.values[pos];
-                folded = Some(match folded {
-                    Some(acc) => program.combine(&acc, msg),
-                    None => msg.clone(),
-                });
-            }
-        }
-        folded
-    }
+/// Cuts the targets into chunks of about equal in-arcs, a few per thread, each with the range
+/// of its lists' arcs.
+fn cut(vertices: &[VertexRecord], in_degree: impl Fn(&VertexRecord) -> u64) -> PullChunks {
+    let count = 4 * rayon::current_num_threads().max(1);
+    let mut arc = 0usize;
+    let ranges = chunks::balanced(vertices.len(), |t| 1 + in_degree(&vertices[t]), count, Cut::Shares);
+    let with_arcs = |targets: Range<usize>| {
+        let arcs = vertices[targets.clone()].iter().map(&in_degree).sum::<u64>() as usize;
+        arc += arcs;
+        (targets, arc - arcs..arc)
+    };
+    ranges.into_iter().map(with_arcs).collect()
 }

@@ -114,14 +114,14 @@ pub trait StepProgram: Sync {
     fn combine(&self, a: &Self::Msg, b: &Self::Msg) -> Self::Msg;
     fn reads_out_lists(&self) -> bool;
     fn reads_in_lists(&self) -> bool;
-    /// Whether every awake vertex sends one message, the same along all its out-arcs (the
-    /// lists of an undirected store) and along no other, in every step, and `compute` offers
-    /// it through [`Sink::offer`] when the sink [pulls](Sink::pulls): a single rank then pulls
-    /// ([`super::pull`]).
-    fn sends_dense_uniform_messages(&self) -> bool {
-        false
+    /// The identity of `combine` when every awake vertex sends one message, the same along
+    /// all its out-arcs (the lists of an undirected store) and along no other, in every step,
+    /// a vertex applies whether or not a message arrived, and `compute` offers its message
+    /// through [`Sink::offer`] when the sink [pulls](Sink::pulls): a single rank then pulls
+    /// ([`super::pull`]). None otherwise.
+    fn dense_uniform_identity(&self) -> Option<Self::Msg> {
+        None
     }
-    /// Steps to run at most before any is computed (Pregel's `max_supersteps() == Some(0)`).
     fn runs_no_step(&self) -> bool;
     fn wakes(&self, halted: bool, has_messages: bool) -> bool;
     /// Computes one vertex; returns whether it halts.
@@ -203,7 +203,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     // offers; otherwise it pushes.
     let mut pulls = ranks == 1
         && in_memory_combine
-        && program.sends_dense_uniform_messages()
+        && program.dense_uniform_identity().is_some()
         && Offers::<S::Msg>::fits(n_local as u64);
     if pulls {
         let offers = Offers::<S::Msg>::bytes(n_local as u64);
@@ -870,7 +870,11 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             messages: Vec::new(),
             inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
             sinks: Vec::new(),
-            offers: self.pulls.then(|| Offers::new(self.vertices)),
+            offers: self
+                .program
+                .dense_uniform_identity()
+                .filter(|_| self.pulls)
+                .map(|id| Offers::new(self.vertices, id)),
         };
         if let Some(saved) = resumed {
             values.clone_from_slice(&saved.values);
@@ -1401,13 +1405,18 @@ fn join_local<S: StepProgram>(program: &S, local: &mut [Option<S::Msg>], array: 
     }
 }
 
-/// Sends every rank's values to rank 0, which returns them in dense-id order.
+/// Sends every rank's values to rank 0, which returns them in dense-id order (a single rank
+/// whose positions are the dense ids returns its values as they are).
 fn gather_results<V: Wire + Clone>(
     t: &dyn Transport,
     vertices: &[VertexRecord],
     values: Vec<V>,
     total: u64,
 ) -> Result<Vec<V>> {
+    let in_dense_order = || vertices.iter().enumerate().all(|(i, v)| v.dense == i as u64);
+    if t.ranks() == 1 && values.len() as u64 == total && in_dense_order() {
+        return Ok(values);
+    }
     const CHUNK: usize = 1 << 16;
     for (records, chunk) in vertices.chunks(CHUNK).zip(values.chunks(CHUNK)) {
         let mut payload = Vec::with_capacity(records.len() * (8 + V::BYTES) + 1);
