@@ -122,6 +122,7 @@ pub trait StepProgram: Sync {
     fn dense_uniform_identity(&self) -> Option<Self::Msg> {
         None
     }
+    /// Steps to run at most before any is computed (Pregel's `max_supersteps() == Some(0)`).
     fn runs_no_step(&self) -> bool;
     fn wakes(&self, halted: bool, has_messages: bool) -> bool;
     /// Computes one vertex; returns whether it halts.
