@@ -96,7 +96,7 @@ fn assert_same(algorithm: &str, expected: &AlgorithmResult, got: &AlgorithmResul
     for ((en, ec), (gn, gc)) in expected.columns.iter().zip(&got.columns) {
         assert_eq!(en, gn, "{what}");
         match (ec, gc) {
-            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr" => {
+            (ValueColumn::Float(e), ValueColumn::Float(g)) if algorithm == "pr" || algorithm == "eigenvector" => {
                 for (v, (a, b)) in e.iter().zip(g).enumerate() {
                     assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-15, "{what}: vertex {v}: {a} vs {b}");
                 }
@@ -228,32 +228,35 @@ fn kmeans_on_1_to_4_ranks_basic_and_recoded_equals_inmem() {
     }
 }
 
-/// A single recoded rank pulls PageRank (dense uniform messages) over its resident in-lists,
-/// directed and undirected, and equals inmem; with two ranks every step pushes.
+/// A single recoded rank pulls PageRank and eigenvector centrality (dense uniform messages)
+/// over its resident in-lists, directed and undirected, and equals inmem; with two ranks every
+/// step pushes.
 #[test]
-fn a_single_recoded_rank_pulls_pagerank_over_its_in_lists() {
+fn a_single_recoded_rank_pulls_pagerank_and_eigenvector_over_its_in_lists() {
     for (name, g) in [("rmat", rmat()), ("er", er())] {
-        let p = params(&g, "pr");
-        let expected = inmem(&g.store, "pr", &p);
         for ranks in [1, 2] {
             partition::partition(&g.store, ranks, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
                 .unwrap();
-            let (got, stats) = pregel(&g.store, ranks, true, 4096, "pr", &p).unwrap();
-            let what = format!("{name} pr W={ranks}");
-            assert_same("pr", &expected, &got, &what);
-            for rank in &stats {
-                let deliveries: Vec<_> = rank.per_iteration.iter().map(|i| i.delivery).collect();
-                let pulled = deliveries.iter().filter(|d| **d == Some(Delivery::Pull)).count();
-                let expected_pulls = if ranks == 1 { deliveries.len() } else { 0 };
-                assert_eq!(pulled, expected_pulls, "{what}: deliveries {deliveries:?}");
-            }
-            if ranks == 1 {
-                // Every arc of a sending vertex counts as a message, all combined in memory.
-                let sent = per_step(&stats[0], |i| i.messages_sent);
-                let local = per_step(&stats[0], |i| i.messages_combined_locally);
-                let files = per_step(&stats[0], |i| i.message_files);
-                assert_eq!((local, files), (sent, 0), "{what}");
-                assert!(sent >= 9 * g.store.num_arcs() / 2, "{what}: {sent} messages");
+            for algorithm in ["pr", "eigenvector"] {
+                let p = params(&g, algorithm);
+                let expected = inmem(&g.store, algorithm, &p);
+                let (got, stats) = pregel(&g.store, ranks, true, 4096, algorithm, &p).unwrap();
+                let what = format!("{name} {algorithm} W={ranks}");
+                assert_same(algorithm, &expected, &got, &what);
+                for rank in &stats {
+                    let deliveries: Vec<_> = rank.per_iteration.iter().map(|i| i.delivery).collect();
+                    let pulled = deliveries.iter().filter(|d| **d == Some(Delivery::Pull)).count();
+                    let expected_pulls = if ranks == 1 { deliveries.len() } else { 0 };
+                    assert_eq!(pulled, expected_pulls, "{what}: deliveries {deliveries:?}");
+                }
+                if ranks == 1 {
+                    // Every arc of a sending vertex counts as a message, all combined in memory.
+                    let sent = per_step(&stats[0], |i| i.messages_sent);
+                    let local = per_step(&stats[0], |i| i.messages_combined_locally);
+                    let files = per_step(&stats[0], |i| i.message_files);
+                    assert_eq!((local, files), (sent, 0), "{what}");
+                    assert!(sent >= g.store.num_arcs(), "{what}: {sent} messages");
+                }
             }
         }
     }
