@@ -157,13 +157,31 @@ fn nwsm_charges_its_plan() {
     assert!(stats.figures.nwsm.as_ref().unwrap().q > 1);
 }
 
-/// Pregel at W = 1: the rank's vertex records and message buffers.
+/// Pregel at W = 1: the rank's vertex records and message buffers; recoded, the arrays its
+/// messages fold into, and for PageRank, which then pulls, the offers and its in-lists. The
+/// plan's bytes are the run's when nothing goes through message files.
 #[test]
 fn pregel_charges_its_plan_at_one_rank() {
     let g = store_of(&rmat(10, 8, 3, true));
-    run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
-    let stats = run(&g.store, options(EngineKind::Pregel, 16 << 20), "pr");
-    assert_ledger_is_plan("pregel pr", &stats);
+    for (recoded, algorithm) in [(false, "pr"), (true, "pr"), (true, "wcc")] {
+        let mut options = options(EngineKind::Pregel, 16 << 20);
+        options.pregel.recoded = recoded;
+        // The first run builds the partition, which the second's plan then finds.
+        run(&g.store, options.clone(), algorithm);
+        let stats = run(&g.store, options, algorithm);
+        let what = format!("pregel {algorithm}, recoded {recoded}");
+        assert_ledger_is_plan(&what, &stats);
+        let plan = stats.plan.as_ref().unwrap();
+        assert!(plan.builds.is_none(), "{what}: {plan:?}");
+        if recoded {
+            assert!(stats.memory_ledger.part("A_s and A_r") > 0, "{what}");
+            assert_eq!((plan.bytes_read, plan.bytes_written), (stats.bytes_read, stats.bytes_written), "{what}");
+        } else {
+            assert_eq!(stats.memory_ledger.part("A_s and A_r"), 0, "{what}");
+        }
+        let pulled = stats.per_iteration.iter().any(|i| i.delivery == Some(outcore::engine::Delivery::Pull));
+        assert_eq!(pulled, recoded && algorithm == "pr", "{what}");
+    }
 }
 
 /// A run whose engine would charge more than the budget is refused with the ledger's or the

@@ -78,6 +78,11 @@ pub struct ProgramShape {
     /// Bytes of a vertex value and of a message.
     pub value_bytes: u64,
     pub msg_bytes: u64,
+    /// Bytes of an optional message (`Option<Msg>`): a slot of the arrays messages fold into.
+    pub msg_slot_bytes: u64,
+    /// Messages to one target fold into one: every vertex program, and Pregel programs with a
+    /// combiner.
+    pub combines: bool,
     /// Along which edges messages travel (vertex programs; `Out` for the others).
     pub direction: EdgeDirection,
     /// The program reads in-edges (Pregel `needs_in_edges`, `Both`/`In` vertex programs).
@@ -109,6 +114,8 @@ impl ProgramShape {
             form: ProgramForm::Vertex,
             value_bytes: std::mem::size_of::<P::Value>() as u64,
             msg_bytes: std::mem::size_of::<P::Msg>() as u64,
+            msg_slot_bytes: std::mem::size_of::<Option<P::Msg>>() as u64,
+            combines: true,
             direction: program.direction(),
             in_edges: program.direction() != EdgeDirection::Out,
             uses_weights: program.uses_weights(),
@@ -135,6 +142,8 @@ impl ProgramShape {
             form: ProgramForm::Pregel,
             value_bytes: std::mem::size_of::<P::Value>() as u64,
             msg_bytes: std::mem::size_of::<P::Msg>() as u64,
+            msg_slot_bytes: std::mem::size_of::<Option<P::Msg>>() as u64,
+            combines: program.has_combiner(),
             direction: EdgeDirection::Out,
             in_edges: program.needs_in_edges(),
             uses_weights: program.uses_weights(),
@@ -162,6 +171,8 @@ impl ProgramShape {
             form: ProgramForm::Neighborhood,
             value_bytes: output_bytes,
             msg_bytes: 8,
+            msg_slot_bytes: 16,
+            combines: true,
             direction: EdgeDirection::Both,
             in_edges: true,
             uses_weights: false,
@@ -184,6 +195,8 @@ impl ProgramShape {
             form: ProgramForm::EdgePass,
             value_bytes: state_bytes,
             msg_bytes: 0,
+            msg_slot_bytes: 0,
+            combines: false,
             direction: EdgeDirection::Out,
             in_edges: false,
             uses_weights: false,
@@ -411,7 +424,9 @@ fn max_degree(store: &Store) -> crate::Result<u64> {
 /// compute beside its I/O; cache and nwsm per visit of a list read through their page caches.
 /// `stream_pull`: stream's dense pulls of uniform messages over its resident, degree-ordered
 /// sources (`stream/pull.rs`), measured at 5edb88a on RMAT-22 PageRank: 0.175 s per iteration
-/// against inmem's 0.205 s.
+/// against inmem's 0.205 s. `pregel_pull`: a single recoded pregel rank pulling the same
+/// (`pregel/pull.rs`), measured at a5fc7d4: PageRank×10 3.45 s against stream's 1.96 s, 1.6×
+/// stream_pull's rate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EngineRates {
     pub inmem: f64,
@@ -420,12 +435,22 @@ pub struct EngineRates {
     pub cache: f64,
     pub shards: f64,
     pub pregel: f64,
+    pub pregel_pull: f64,
     pub nwsm: f64,
 }
 
 impl Default for EngineRates {
     fn default() -> Self {
-        EngineRates { inmem: 1.0, stream: 1.1, stream_pull: 0.85, cache: 2.0, shards: 3.0, pregel: 9.0, nwsm: 2.0 }
+        EngineRates {
+            inmem: 1.0,
+            stream: 1.1,
+            stream_pull: 0.85,
+            cache: 2.0,
+            shards: 3.0,
+            pregel: 9.0,
+            pregel_pull: 1.4,
+            nwsm: 2.0,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! or from the rank's lists held in memory ([`ResidentEdges`]).
 //!
 //! Resident lists are read once, at the first step, when the budget holds them (a part of
-//! [`super::rank::RankMemory`]), and every later step reads no edge byte; names are kept in 4
+//! [`super::sizing::RankMemory`]), and every later step reads no edge byte; names are kept in 4
 //! bytes when every name of the partition fits (dense and recoded names up to 2^32), halving
 //! them. Any number of cursors read resident lists at once, each from its own offset, which
 //! is what lets a rank compute chunks of its vertices in parallel.

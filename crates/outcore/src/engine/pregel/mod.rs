@@ -53,6 +53,7 @@ pub mod plan;
 mod pull;
 mod rank;
 mod recode;
+mod sizing;
 mod streams;
 
 use crate::engine::Runner;

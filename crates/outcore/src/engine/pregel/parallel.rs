@@ -2,7 +2,7 @@
 //! (issue 16: a rank used one thread, 6.6× slower than `stream` on PageRank).
 //!
 //! A step is cut into *waves* of consecutive vertices, each small enough that what it sends fits
-//! in the rank's compute buffers (a budget part, [`super::rank::RankMemory`]). The messages of a
+//! in the rank's compute buffers (a budget part, [`super::sizing::RankMemory`]). The messages of a
 //! wave's vertices are collected first (from A_r or the merged batch files, in vertex order).
 //! When the rank's edge lists are resident ([`ResidentEdges`]: read once, reused by every step)
 //! the wave is split in chunks of about equal arcs, computed on rayon's threads; each chunk

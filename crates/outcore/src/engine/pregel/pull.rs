@@ -43,6 +43,16 @@ type PullJob<'a, M> = (Range<usize>, Range<usize>, &'a mut [Option<M>]);
 /// The chunks of a pull: targets and their lists' arcs, cut once per run.
 type PullChunks = Vec<(Range<usize>, Range<usize>)>;
 
+/// Bytes of the offers of `n` positions, of messages of `msg_bytes`: a value and a slot each.
+pub fn offers_bytes(n: u64, msg_bytes: u64) -> u64 {
+    n * (msg_bytes + 4)
+}
+
+/// Whether a rank of `n` positions can pull (slots are 4 bytes).
+pub fn fits(n: u64) -> bool {
+    n <= u32::MAX as u64
+}
+
 /// The message each position offers this step, by slot.
 pub struct Offers<M> {
     /// By slot: a position's slot is its rank by out-degree; the identity where no offer.
@@ -68,16 +78,6 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         let mut slot_of = vec![0u32; n];
         by_degree.iter().enumerate().for_each(|(slot, &key)| slot_of[key as u32 as usize] = slot as u32);
         Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None }
-    }
-
-    /// Bytes of the offers of `n` positions.
-    pub fn bytes(n: u64) -> u64 {
-        n * (std::mem::size_of::<M>() as u64 + 4)
-    }
-
-    /// Whether a rank of `n` positions can pull (slots are 4 bytes).
-    pub fn fits(n: u64) -> bool {
-        n <= u32::MAX as u64
     }
 
     /// Makes freshly read `lists` name slots instead of positions. Fails with a name beyond

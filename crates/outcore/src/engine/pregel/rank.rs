@@ -33,6 +33,7 @@ use super::lists::{ListCursor, ResidentColumn, ResidentEdges};
 use super::parallel::{self, Route, Sink, WaveFigures};
 use super::partition::{self, PartitionInfo, VERTEX_RECORD_BYTES};
 use super::pull::Offers;
+use super::sizing::{size_rank, RankNeeds, RankShare, RankSizing};
 use super::streams::{take_file, write_file, EdgeStream, MergedBatches, EDGE_BUFFER_BYTES};
 use crate::engine::{
     Delivery, IterationFigures, IterationStats, PregelIteration, PregelRankFigures, PregelRun, Runner,
@@ -41,7 +42,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::program::{Aggregates, Wire};
 use crate::runtime::chunks::{self, Cut};
 use crate::runtime::io::IoSnapshot;
-use crate::runtime::{format_size, peak_rss_bytes, IoCounters, MemoryBudget, MemoryPart, ProgressUnit};
+use crate::runtime::{peak_rss_bytes, IoCounters, ProgressUnit};
 use crate::store::FileChecks;
 use crate::transport::{Tag, Transport};
 use crate::VertexId;
@@ -188,38 +189,26 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let counters = store.counters().clone();
     let vertices = read_vertices(&rank_dir, &info, rank, &counters)?;
     let n_local = vertices.len();
-    let max_local = info.parts.iter().map(|p| p.vertices).max().unwrap_or(0) as usize;
-    let in_memory_combine = settings.recoded && program.has_combiner();
-    let mut memory = RankMemory::of::<S>(ranks, n_local, max_local, in_memory_combine);
-    let budget = runner.memory();
-    // B, sized once the rank's fixed memory is known; then the compute buffers and the
-    // resident lists from what is left.
-    let b = super::message_file_size(&runner.options().pregel, budget.bytes(), ranks, memory.fixed());
-    let narrow = narrow_names(settings.recoded, ranks as u64, max_local as u64);
-    let resident_bytes = |reads: ListsRead| {
-        let (out, inn) = reads.arcs(&info, rank);
-        ResidentEdges::bytes(out + inn, info.weighted, narrow)
+    let part = &info.parts[rank];
+    let share = RankShare {
+        ranks,
+        vertices: n_local as u64,
+        max_vertices: info.parts.iter().map(|p| p.vertices).max().unwrap_or(0),
+        out_arcs: part.out_arcs,
+        in_arcs: part.in_arcs,
+        weighted: info.weighted,
+        directed: info.directed,
     };
-    // A single rank pulls dense uniform messages when the budget holds the in-lists and the
-    // offers; otherwise it pushes.
-    let mut pulls = ranks == 1
-        && in_memory_combine
-        && program.dense_uniform_identity().is_some()
-        && Offers::<S::Msg>::fits(n_local as u64);
-    if pulls {
-        let offers = Offers::<S::Msg>::bytes(n_local as u64);
-        memory.arrays += offers;
-        memory.size_compute(budget.bytes(), b, resident_bytes(ListsRead::of(program, info.directed, true)));
-        pulls = memory.resident > 0;
-        if !pulls {
-            memory.arrays -= offers;
-        }
-    }
-    let reads = ListsRead::of(program, info.directed, pulls);
-    let (out_arcs, in_arcs) = reads.arcs(&info, rank);
-    memory.size_compute(budget.bytes(), b, resident_bytes(reads));
-    memory.check(budget, b)?;
-    let _charges = runner.ledger().charge_parts(&memory.parts(b))?;
+    let budget = runner.memory();
+    let sizing = size_rank(
+        &RankNeeds::of(program, info.directed),
+        &share,
+        settings.recoded,
+        budget.bytes(),
+        &runner.options().pregel,
+    );
+    sizing.check(budget)?;
+    let _charges = runner.ledger().charge_parts(&sizing.parts())?;
 
     let mut values: Vec<S::Value> = vertices.iter().map(|v| program.init(v.dense)).collect();
     if program.runs_no_step() {
@@ -237,7 +226,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
     let (to_compute, incoming) = crossbeam_channel::unbounded::<Incoming<S::Msg>>();
     let outcome = std::thread::scope(|scope| {
         let sender = scope.spawn(|| {
-            sender_unit(t, program, sender_jobs, &counters, settings.recoded, max_local, record_bytes)
+            sender_unit(t, program, sender_jobs, &counters, settings.recoded, share.max_vertices as usize, record_bytes)
                 .inspect_err(|e| t.abort(e))
         });
         let receiver = scope.spawn(|| {
@@ -247,7 +236,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
                 to_compute,
                 &counters,
                 &work.0,
-                in_memory_combine,
+                sizing.in_memory_combine,
                 n_local,
                 record_bytes,
                 first_step,
@@ -264,11 +253,8 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
             work: &work.0,
             to_sender,
             record_bytes,
-            message_file_size: b,
-            compute_bytes: memory.compute,
-            resident: (memory.resident > 0).then_some((out_arcs, in_arcs, narrow)),
-            reads,
-            pulls,
+            sizing,
+            share,
             fingerprint: &fingerprint,
             counters: counters.clone(),
         };
@@ -313,7 +299,7 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
         rank: rank as u64,
         ranks: ranks as u64,
         recoded: settings.recoded,
-        message_file_size: b,
+        message_file_size: sizing.message_file_size,
         naming: info.naming,
         per_rank,
     };
@@ -353,35 +339,6 @@ fn resume<V: Wire + Clone, M: Wire>(
     checkpoint::load::<V, M>(rank_dir, fingerprint, step, n_local, work, counters).map(Some)
 }
 
-/// Which of the rank's lists a run reads: out-lists, and in-lists (directed stores only).
-#[derive(Debug, Clone, Copy)]
-struct ListsRead {
-    out: bool,
-    inn: bool,
-}
-
-impl ListsRead {
-    /// The lists `program` reads; a pulling rank reads in-lists only (the lists of an
-    /// undirected store).
-    fn of<S: StepProgram>(program: &S, directed: bool, pulls: bool) -> ListsRead {
-        if pulls {
-            return ListsRead { out: !directed, inn: directed };
-        }
-        ListsRead { out: program.reads_out_lists(), inn: program.reads_in_lists() && directed }
-    }
-
-    /// Arcs of these lists on `rank`: out-lists, in-lists.
-    fn arcs(self, info: &PartitionInfo, rank: usize) -> (u64, u64) {
-        let part = &info.parts[rank];
-        (if self.out { part.out_arcs } else { 0 }, if self.inn { part.in_arcs } else { 0 })
-    }
-
-    /// Arcs of these lists of `vertex`.
-    fn degree(self, vertex: &VertexRecord) -> u64 {
-        (if self.out { vertex.out_degree } else { 0 }) + if self.inn { vertex.in_degree } else { 0 }
-    }
-}
-
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
@@ -407,102 +364,6 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
             in_degree: u64::get(&r[24..]),
         })
         .collect())
-}
-
-/// Memory of a rank: its vertex array and values, and in recoded mode A_s (W > 1) and two A_r,
-/// plus its buffers: the edge stream's and W + 5 message buffers of the message file size B each
-/// (the outgoing buffers, one per destination, the sender's and receiver's batches and the
-/// merge buffers of S^I); then the compute buffers of a wave ([`super::parallel`]) and, when
-/// what is left holds them, the rank's resident edge lists ([`super::lists`]). The plan
-/// ([`super::plan`]) and the run size B and the rest from the same figures.
-pub(crate) struct RankMemory {
-    n_local: u64,
-    pub(crate) vertex_part: u64,
-    /// A_s and A_r, and a pulling rank's offers.
-    arrays: u64,
-    buffer_count: u64,
-    /// The compute buffers of one wave.
-    pub(crate) compute: u64,
-    /// The resident edge lists (0: the lists are streamed every step).
-    pub(crate) resident: u64,
-}
-
-impl RankMemory {
-    /// `arrays`: bytes of A_s and A_r (0 unless recoded with a combiner).
-    pub(crate) fn new(ranks: usize, n_local: u64, value_bytes: u64, arrays: u64) -> RankMemory {
-        RankMemory {
-            n_local,
-            vertex_part: n_local * (VERTEX_RECORD_BYTES + value_bytes + 1),
-            arrays,
-            buffer_count: ranks as u64 + 5,
-            compute: 0,
-            resident: 0,
-        }
-    }
-
-    fn of<S: StepProgram>(ranks: usize, n_local: usize, max_local: usize, in_memory_combine: bool) -> RankMemory {
-        let slot = std::mem::size_of::<Option<S::Msg>>() as u64;
-        // A_s (only a rank with others to send to has one), A_r of the step being computed and
-        // of the step being received, and the array of messages to this rank's own vertices.
-        let a_s = if ranks > 1 { max_local as u64 } else { 0 };
-        let arrays = if in_memory_combine { (a_s + 3 * n_local as u64) * slot } else { 0 };
-        RankMemory::new(ranks, n_local as u64, std::mem::size_of::<S::Value>() as u64, arrays)
-    }
-
-    /// Sizes the compute buffers from what the budget leaves with message files of `b` bytes (a
-    /// quarter, 64 MiB at most), then keeps `resident_bytes` of edge lists resident when the
-    /// rest holds them.
-    pub(crate) fn size_compute(&mut self, budget: u64, b: u64, resident_bytes: u64) {
-        let left = budget.saturating_sub(self.vertex_part + self.arrays + self.buffers(b));
-        self.compute = (left / 4).min(64 << 20);
-        self.resident = if self.compute + resident_bytes <= left { resident_bytes } else { 0 };
-    }
-
-    /// What does not depend on B.
-    pub(crate) fn fixed(&self) -> u64 {
-        self.vertex_part + self.arrays + 3 * EDGE_BUFFER_BYTES as u64
-    }
-
-    /// The edge stream's buffers and the message buffers, with message files of `b` bytes.
-    pub(crate) fn buffers(&self, b: u64) -> u64 {
-        self.buffer_count * b + 3 * EDGE_BUFFER_BYTES as u64
-    }
-
-    /// The parts the plan shows and the rank charges to the run's ledger, with message files
-    /// of `b` bytes.
-    pub(crate) fn parts(&self, b: u64) -> [MemoryPart; 5] {
-        [
-            MemoryPart::new("vertex records and values", self.vertex_part),
-            MemoryPart::new("A_s and A_r", self.arrays),
-            MemoryPart::new("message buffers", self.buffers(b)),
-            MemoryPart::new("compute buffers", self.compute),
-            MemoryPart::new("resident edge lists", self.resident),
-        ]
-    }
-
-    /// Fails when the rank needs more than the budget with message files of `b` bytes.
-    fn check(&self, budget: MemoryBudget, b: u64) -> Result<()> {
-        let needed = self.vertex_part + self.arrays + self.buffers(b) + self.compute + self.resident;
-        if needed <= budget.bytes() {
-            return Ok(());
-        }
-        Err(Error::MemoryBudget(format!(
-            "the pregel engine needs about {} on this rank ({} vertices: {}; {} message buffers of {}; \
-             {} for A_s/A_r) but the budget is {budget}; raise --memory, lower --message-file-size or use more ranks",
-            format_size(needed),
-            self.n_local,
-            format_size(self.vertex_part),
-            self.buffer_count,
-            format_size(b),
-            format_size(self.arrays),
-        )))
-    }
-}
-
-/// Whether every name of a partition fits in 4 bytes, so that resident lists keep them narrow:
-/// recoded names are below W · (the largest rank's vertices); basic names may be any u64 id.
-pub(crate) fn narrow_names(recoded: bool, ranks: u64, max_local: u64) -> bool {
-    recoded && ranks * (max_local + 1) < 1 << 32
 }
 
 struct SenderStats {
@@ -711,15 +572,9 @@ struct ComputeUnit<'a, S: StepProgram> {
     work: &'a Path,
     to_sender: Sender<SenderJob>,
     record_bytes: usize,
-    /// The message file size B.
-    message_file_size: u64,
-    /// Bytes a wave's chunks may fill ([`super::parallel`]).
-    compute_bytes: u64,
-    /// Out- and in-arcs and name width of the lists kept resident, when the budget holds them.
-    resident: Option<(u64, u64, bool)>,
-    reads: ListsRead,
-    /// The rank pulls dense uniform messages over its resident in-lists ([`super::pull`]).
-    pulls: bool,
+    /// B, the compute buffers' bytes, the lists read and kept resident, push or pull.
+    sizing: RankSizing,
+    share: RankShare,
     fingerprint: &'a str,
     counters: IoCounters,
 }
@@ -808,8 +663,9 @@ fn compute_unit<S: StepProgram>(
         let started = Instant::now();
         let io_before = unit.runner.io_snapshot();
         let mut lists = unit.open_lists(&checks, resident.is_none())?;
-        if let (Some((out_arcs, in_arcs, narrow)), None) = (unit.resident, &resident) {
-            let mut edges = ResidentEdges::read(&mut lists, out_arcs, in_arcs, narrow)?;
+        if unit.sizing.resident() && resident.is_none() {
+            let (out_arcs, in_arcs) = unit.sizing.arcs(&unit.share);
+            let mut edges = ResidentEdges::read(&mut lists, out_arcs, in_arcs, unit.sizing.narrow)?;
             unit.renumber_pulled_lists(state.offers.as_ref(), &mut edges)?;
             resident = Some(edges);
         }
@@ -839,12 +695,12 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     }
 
     fn file_size(&self) -> usize {
-        self.message_file_size.max(self.record_bytes as u64) as usize
+        self.sizing.message_file_size.max(self.record_bytes as u64) as usize
     }
 
     /// Whether this rank folds the messages to its own vertices into `LoopState::local`.
     fn combines_locally(&self) -> bool {
-        self.settings.recoded && self.program.has_combiner()
+        self.sizing.in_memory_combine
     }
 
     fn load_checks(&self) -> Result<EdgeChecks> {
@@ -874,7 +730,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             offers: self
                 .program
                 .dense_uniform_identity()
-                .filter(|_| self.pulls)
+                .filter(|_| self.sizing.pulls)
                 .map(|id| Offers::new(self.vertices, id)),
         };
         if let Some(saved) = resumed {
@@ -896,8 +752,8 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             EdgeStream::open_checked(&self.rank_dir.join(name), self.counters.clone(), checks.clone())
         };
         let info = self.info;
-        let out = streamed && self.reads.out;
-        let inn = streamed && self.reads.inn;
+        let out = streamed && self.sizing.reads.out;
+        let inn = streamed && self.sizing.reads.inn;
         Ok(ListCursor::streams(
             if out { Some(open("edges-out", &checks.out)?) } else { None },
             if inn { Some(open("edges-in", &checks.inn)?) } else { None },
@@ -969,7 +825,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         }
         arrived.check_drained(self.rank())?;
         if let (Some(offers), Some(column)) = (state.offers.as_mut(), resident.and_then(|e| self.pulled_lists(e))) {
-            let reads = self.reads;
+            let reads = self.sizing.reads;
             edges_read += offers.pull_into(program, column, self.vertices, |v| reads.degree(v), &mut state.local);
         }
         let Arrived { merged, array, batches, bytes } = arrived;
@@ -998,7 +854,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     /// The resident lists a pulling rank folds its offers over: the in-lists (the lists of an
     /// undirected store).
     fn pulled_lists<'e>(&self, edges: &'e ResidentEdges) -> Option<&'e ResidentColumn> {
-        if self.info.directed {
+        if self.sizing.reads.inn {
             edges.inn.as_ref()
         } else {
             edges.out.as_ref()
@@ -1007,12 +863,12 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
 
     /// A pulling rank's lists, just read, name its offers' slots ([`Offers::renumber`]).
     fn renumber_pulled_lists(&self, offers: Option<&Offers<S::Msg>>, edges: &mut ResidentEdges) -> Result<()> {
-        let column = if self.info.directed { edges.inn.as_mut() } else { edges.out.as_mut() };
+        let column = if self.sizing.reads.inn { edges.inn.as_mut() } else { edges.out.as_mut() };
         let (Some(offers), Some(column)) = (offers, column) else {
             return Ok(());
         };
         offers.renumber(column).map_err(|name| {
-            let file = self.rank_dir.join(if self.info.directed { "edges-in" } else { "edges-out" });
+            let file = self.rank_dir.join(self.sizing.reads.pulled_file());
             let n = self.vertices.len();
             Error::store(&file, format!("names vertex {name}, beyond the rank's {n} vertices"))
         })
@@ -1024,7 +880,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         let threads = rayon::current_num_threads();
         let slot = size_of::<Option<S::Msg>>();
         let mut route = Route::new(t.rank(), t.ranks(), self.combines_locally(), self.vertices.len(), threads, slot);
-        route.pulls = self.pulls;
+        route.pulls = self.sizing.pulls;
         while sinks.len() < chunks {
             sinks.push(Sink::new(route, self.program.aggregate_width()));
         }
@@ -1033,10 +889,10 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     /// Arcs of the lists the program reads of `vertex` (none when the rank pulls: the in-lists
     /// are read after the step's waves).
     fn arcs_of(&self, vertex: &VertexRecord) -> u64 {
-        if self.pulls {
+        if self.sizing.pulls {
             0
         } else {
-            self.reads.degree(vertex)
+            self.sizing.reads.degree(vertex)
         }
     }
 
@@ -1054,7 +910,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         let per_arc = parallel::per_arc_bytes::<S::Msg>();
         let per_vertex = parallel::per_vertex_bytes::<S::Msg>();
         let (mut bytes, mut i) = (0, at);
-        while i < self.vertices.len() && (i == at || bytes < self.compute_bytes) {
+        while i < self.vertices.len() && (i == at || bytes < self.sizing.memory.compute) {
             let vertex = &self.vertices[i];
             arrived.take_messages(self.program, self.rank(), i, vertex, messages)?;
             bytes += per_vertex + self.arcs_of(vertex) * per_arc + (messages.len() * size_of::<S::Msg>()) as u64;
