@@ -182,6 +182,23 @@ def test_shards_engine_options_reach_the_engine(tmp_path):
         g.wcc(engine="shards", engine_options={"shard": 8})
 
 
+def test_pregel_engine_options_reach_the_engine(tmp_path):
+    g = outcore.generate_rmat(10, 8, 3, tmp_path / "g")
+    want = g.pagerank(iterations=8, engine="inmem", progress=False).values
+    basic = g.pagerank(iterations=8, engine="pregel", memory="64MiB", progress=False)
+    recoded = g.pagerank(iterations=8, engine="pregel", memory="64MiB", progress=False,
+                         engine_options={"recode": True, "message_file_size": "64KiB"})
+    for r in (basic, recoded):
+        assert r.stats["engine"] == "pregel"
+        assert np.allclose(r.values, want, rtol=1e-9, atol=1e-12)
+    # A single recoded rank pulls PageRank (messages fold in memory); a basic one pushes.
+    assert {step["delivery"] for step in recoded.stats["per_iteration"]} == {"pull"}
+    assert "pull" not in {step.get("delivery") for step in basic.stats["per_iteration"]}
+    sent = [r.stats["pregel"]["per_rank"][0]["message_bytes_sent"] for r in (recoded, basic)]
+    assert sent[0] == 0 < sent[1], sent
+    assert recoded.stats["pregel"]["message_file_size"] == 64 << 10
+
+
 def test_parameters_are_checked_before_any_work(tmp_path):
     g = outcore.Graph.from_edges([1, 2, 3], [2, 3, 1], store=tmp_path / "g")
     with pytest.raises(outcore.InvalidParameter, match="bfs does not take iterations"):

@@ -413,12 +413,13 @@ fn run<'py>(
     Ok(out)
 }
 
-/// Engine options by name (the CLI's flags without `--`, `_` for `-`). The shards engine's are
-/// understood: `shards`, `dynamic`, `shadow_edge_share`, `delay_buffer`, `delayed_delivery`,
-/// `shards_values`.
+/// Engine options by name (the CLI's flags without `--`, `_` for `-`). The shards engine's:
+/// `shards`, `dynamic`, `shadow_edge_share`, `delay_buffer`, `delayed_delivery`,
+/// `shards_values`; the pregel engine's: `recode`, `message_file_size`, `checkpoint_every`,
+/// `resume`.
 fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> PyResult<()> {
     use outcore::engine::shards::{DelayedDelivery, DynamicPolicy, ShardValues};
-    let shards = &mut options.shards;
+    let (shards, pregel) = (&mut options.shards, &mut options.pregel);
     for (key, value) in extra.iter() {
         if value.is_none() {
             continue;
@@ -434,25 +435,32 @@ fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> 
                 }
                 shards.shadow_edge_share = share;
             }
-            "delay_buffer" => {
-                shards.delay_buffer_bytes = match value.extract::<u64>() {
-                    Ok(bytes) => bytes,
-                    Err(_) => outcore::runtime::parse_size(&value.str()?.to_string()).map_err(to_py_err)?,
-                }
-            }
+            "delay_buffer" => shards.delay_buffer_bytes = size_option(&value)?,
             "delayed_delivery" => {
                 shards.delayed_delivery = DelayedDelivery::parse(&value.extract::<String>()?).map_err(to_py_err)?
             }
             "shards_values" => shards.values = ShardValues::parse(&value.extract::<String>()?).map_err(to_py_err)?,
+            "recode" => pregel.recoded = value.extract()?,
+            "message_file_size" => pregel.message_file_size = Some(size_option(&value)?),
+            "checkpoint_every" => pregel.checkpoint_every = Some(value.extract()?),
+            "resume" => pregel.resume = value.extract()?,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown engine option '{other}' (known: shards, dynamic, shadow_edge_share, delay_buffer, \
-                     delayed_delivery, shards_values)"
+                     delayed_delivery, shards_values, recode, message_file_size, checkpoint_every, resume)"
                 )))
             }
         }
     }
     Ok(())
+}
+
+/// A size given as bytes (an int) or with a unit ("8MiB").
+fn size_option(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match value.extract::<u64>() {
+        Ok(bytes) => Ok(bytes),
+        Err(_) => outcore::runtime::parse_size(&value.str()?.to_string()).map_err(to_py_err),
+    }
 }
 
 fn algorithm_params(params: &Bound<'_, PyDict>) -> PyResult<AlgorithmParams> {

@@ -138,7 +138,10 @@ class Graph:
     interactive) and ``engine_options=``, a dict of the engine's CLI flags by name: for the
     shards engine ``shards``, ``dynamic`` (``"off"``, ``"ads"``, ``"ods"``),
     ``shadow_edge_share``, ``delay_buffer``, ``delayed_delivery`` (``"adjacency"``,
-    ``"shadow"``) and ``shards_values`` (``"auto"``, ``"memory"``, ``"disk"``).
+    ``"shadow"``) and ``shards_values`` (``"auto"``, ``"memory"``, ``"disk"``); for the pregel
+    engine ``recode`` (run on the recoded partition: messages fold in memory, and PageRank,
+    Katz and eigenvector on one rank pull), ``message_file_size``, ``checkpoint_every`` and
+    ``resume``.
     """
 
     def __init__(self, path: PathLike, _keepalive: Any = None):
