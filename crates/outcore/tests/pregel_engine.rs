@@ -256,6 +256,16 @@ fn a_single_recoded_rank_pulls_pagerank_and_eigenvector_over_its_in_lists() {
                     let files = per_step(&stats[0], |i| i.message_files);
                     assert_eq!((local, files), (sent, 0), "{what}");
                     assert!(sent >= g.store.num_arcs(), "{what}: {sent} messages");
+                    // A step folds every in-arc when something was offered, and none after a
+                    // step that offered nothing (pr's last superstep).
+                    let steps = &stats[0].per_iteration;
+                    for (k, step) in steps.iter().enumerate() {
+                        let sent = step.figures.pregel().expect("a pregel superstep").messages_sent;
+                        let folded = if sent > 0 { g.store.num_arcs() } else { 0 };
+                        assert_eq!(step.edges_processed, folded, "{what}: superstep {k} of {}", steps.len());
+                    }
+                    let last = steps.last().and_then(|s| s.figures.pregel()).map(|s| s.messages_sent);
+                    assert_eq!(last, Some(0), "{what}: the last step sends nothing");
                 }
             }
         }

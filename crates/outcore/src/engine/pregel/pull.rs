@@ -62,6 +62,9 @@ pub struct Offers<M> {
     slot_of: Vec<u32>,
     /// The chunks of the pull, once cut.
     chunks: Option<PullChunks>,
+    /// Some position offered this step (a step that offered nothing, such as the last one
+    /// of a run with a fixed number of iterations, folds nothing).
+    offered: bool,
 }
 
 impl<M: Wire + Clone + Send + Sync> Offers<M> {
@@ -77,7 +80,7 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         by_degree.par_sort_unstable();
         let mut slot_of = vec![0u32; n];
         by_degree.iter().enumerate().for_each(|(slot, &key)| slot_of[key as u32 as usize] = slot as u32);
-        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None }
+        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None, offered: false }
     }
 
     /// Makes freshly read `lists` name slots instead of positions. Fails with a name beyond
@@ -93,11 +96,14 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     /// Position `pos` sends `msg` along all its out-arcs this step.
     pub fn offer(&mut self, pos: usize, msg: M) {
         self.values[self.slot_of[pos] as usize] = msg;
+        self.offered = true;
     }
 
     /// Folds into `local[t]`, for every position t with an in-list, the offers of its
     /// in-neighbours, read from `lists` (position t's list holds `in_degree(&vertices[t])`
-    /// slots, in position order), and withdraws every offer. Returns the arcs read.
+    /// slots, in position order), and withdraws every offer. Returns the arcs read. Without
+    /// any offer it folds nothing: every fold would be the identity, which the programs that
+    /// pull cannot tell apart from no message.
     pub fn pull_into<S: StepProgram<Msg = M>>(
         &mut self,
         program: &S,
@@ -106,6 +112,9 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         in_degree: impl Fn(&VertexRecord) -> u64 + Sync,
         local: &mut [Option<M>],
     ) -> u64 {
+        if !std::mem::take(&mut self.offered) {
+            return 0;
+        }
         let chunks = self.chunks.get_or_insert_with(|| cut(vertices, &in_degree));
         let mut jobs: Vec<PullJob<M>> = Vec::with_capacity(chunks.len());
         let mut rest = local;

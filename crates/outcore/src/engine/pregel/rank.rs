@@ -610,17 +610,23 @@ struct LoopState<S: StepProgram> {
     offers: Option<Offers<S::Msg>>,
 }
 
-/// The messages of a wave's vertices, in vertex order: vertex `k` of the wave has
-/// `msgs[ends[k - 1]..ends[k]]`.
-struct WaveInbox<M> {
-    msgs: Vec<M>,
-    ends: Vec<usize>,
+/// The messages of a wave's vertices: vertex `k` of the wave has `of(k)`.
+enum WaveInbox<M> {
+    /// The messages of the wave's vertices one after the other; vertex `k`'s end at `ends[k]`.
+    Listed { msgs: Vec<M>, ends: Vec<usize> },
+    /// At most one message per vertex, taken from A_r.
+    Single(Vec<Option<M>>),
 }
 
 impl<M> WaveInbox<M> {
     fn of(&self, k: usize) -> &[M] {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] };
-        &self.msgs[start..self.ends[k]]
+        match self {
+            WaveInbox::Listed { msgs, ends } => {
+                let start = if k == 0 { 0 } else { ends[k - 1] };
+                &msgs[start..ends[k]]
+            }
+            WaveInbox::Single(slots) => slots[k].as_slice(),
+        }
     }
 }
 
@@ -725,7 +731,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             seq: 0,
             local: if self.combines_locally() { vec![None; n] } else { Vec::new() },
             messages: Vec::new(),
-            inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
+            inbox: WaveInbox::Single(Vec::new()),
             sinks: Vec::new(),
             offers: self
                 .program
@@ -905,19 +911,39 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         messages: &mut Vec<S::Msg>,
         inbox: &mut WaveInbox<S::Msg>,
     ) -> Result<usize> {
-        inbox.msgs.clear();
-        inbox.ends.clear();
         let per_arc = parallel::per_arc_bytes::<S::Msg>();
         let per_vertex = parallel::per_vertex_bytes::<S::Msg>();
         let (mut bytes, mut i) = (0, at);
+        if let (None, Some(array)) = (&arrived.merged, arrived.array.as_mut()) {
+            // A_r holds at most one message per vertex: the wave is cut counting one for each,
+            // and its slots are taken on all cores.
+            while i < self.vertices.len() && (i == at || bytes < self.sizing.memory.compute) {
+                bytes += per_vertex + self.arcs_of(&self.vertices[i]) * per_arc + size_of::<S::Msg>() as u64;
+                i += 1;
+            }
+            let mut slots = match std::mem::replace(inbox, WaveInbox::Single(Vec::new())) {
+                WaveInbox::Single(slots) => slots,
+                WaveInbox::Listed { .. } => Vec::new(),
+            };
+            array[at..i].par_iter_mut().map(Option::take).collect_into_vec(&mut slots);
+            *inbox = WaveInbox::Single(slots);
+            return Ok(i);
+        }
+        let (mut msgs, mut ends) = match std::mem::replace(inbox, WaveInbox::Single(Vec::new())) {
+            WaveInbox::Listed { msgs, ends } => (msgs, ends),
+            WaveInbox::Single(_) => (Vec::new(), Vec::new()),
+        };
+        msgs.clear();
+        ends.clear();
         while i < self.vertices.len() && (i == at || bytes < self.sizing.memory.compute) {
             let vertex = &self.vertices[i];
             arrived.take_messages(self.program, self.rank(), i, vertex, messages)?;
             bytes += per_vertex + self.arcs_of(vertex) * per_arc + (messages.len() * size_of::<S::Msg>()) as u64;
-            inbox.msgs.append(messages);
-            inbox.ends.push(inbox.msgs.len());
+            msgs.append(messages);
+            ends.push(msgs.len());
             i += 1;
         }
+        *inbox = WaveInbox::Listed { msgs, ends };
         Ok(i)
     }
 
