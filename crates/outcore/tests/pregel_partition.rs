@@ -62,7 +62,8 @@ fn edge_list(name: &'static str, ids: IdType) -> TestGraph {
 }
 
 /// Every rank's `[vertices, edges-out, edges-in]` as the single-process partitioner wrote them:
-/// a table of every vertex's name, the recoded names W·pos + rank counted along the ranks' arrays.
+/// a table of every vertex's name, the recoded names W·pos + rank counted along the ranks' arrays
+/// (4 bytes in the edge streams when W·(|V| + 1) < 2^32, 8 bytes otherwise and for basic names).
 fn reference(store: &Store, ranks: usize, recoded: bool) -> Vec<[Vec<u8>; 3]> {
     let n = store.num_vertices();
     let ids = store.ids().unwrap();
@@ -83,12 +84,13 @@ fn reference(store: &Store, ranks: usize, recoded: bool) -> Vec<[Vec<u8>; 3]> {
     } else {
         basic.clone()
     };
+    let name_bytes = if recoded && w * (n + 1) < 1 << 32 { 4 } else { 8 };
     let out = store.csr(Direction::Out).unwrap().load().unwrap();
     let inn = store.is_directed().then(|| store.csr(Direction::In).unwrap().load().unwrap());
     let list = |csr: &InMemoryCsr, v: usize, bytes: &mut Vec<u8>| {
         let (start, end) = (csr.offsets[v] as usize, csr.offsets[v + 1] as usize);
         for e in start..end {
-            bytes.extend_from_slice(&names[csr.targets[e] as usize].to_le_bytes());
+            bytes.extend_from_slice(&names[csr.targets[e] as usize].to_le_bytes()[..name_bytes]);
             if let Some(weights) = &csr.weights {
                 bytes.extend_from_slice(&weights[e].to_le_bytes());
             }

@@ -23,9 +23,15 @@ pub struct ResidentColumn {
 }
 
 impl ResidentColumn {
-    /// Reads `arcs` arcs from `stream` (names, and weights when `weighted`).
-    fn read(stream: &mut EdgeStream, arcs: u64, weighted: bool, narrow: bool) -> Result<ResidentColumn> {
-        let arc = if weighted { 16 } else { 8 };
+    /// Reads `arcs` arcs from `stream` (names of `name_bytes`, and weights when `weighted`).
+    fn read(
+        stream: &mut EdgeStream,
+        arcs: u64,
+        weighted: bool,
+        name_bytes: u64,
+        narrow: bool,
+    ) -> Result<ResidentColumn> {
+        let arc = name_bytes + if weighted { 8 } else { 0 };
         let mut column = ResidentColumn { narrow: Vec::new(), wide: Vec::new(), weights: Vec::new() };
         if narrow {
             column.narrow.reserve_exact(arcs as usize);
@@ -41,14 +47,14 @@ impl ResidentColumn {
             let take = left.min(1 << 16);
             stream.read((take * arc) as usize, &mut raw)?;
             for record in raw.chunks_exact(arc as usize) {
-                let name = u64::get(record);
+                let name = name_at(record, name_bytes);
                 if narrow {
                     column.narrow.push(name as u32);
                 } else {
                     column.wide.push(name);
                 }
                 if weighted {
-                    column.weights.push(f64::get(&record[8..]));
+                    column.weights.push(f64::get(&record[name_bytes as usize..]));
                 }
             }
             left -= take;
@@ -118,12 +124,13 @@ impl ResidentEdges {
 
     /// Reads the streams of `cursor` (just opened) whole: `out_arcs` and `in_arcs` arcs.
     pub fn read(cursor: &mut ListCursor, out_arcs: u64, in_arcs: u64, narrow: bool) -> Result<ResidentEdges> {
-        let weighted = cursor.weighted;
+        let (weighted, name_bytes) = (cursor.weighted, cursor.name_bytes);
         let ListSource::Streams { out, inn } = &mut cursor.source else {
             return Ok(ResidentEdges { out: None, inn: None });
         };
-        let out = out.as_mut().map(|s| ResidentColumn::read(s, out_arcs, weighted, narrow)).transpose()?;
-        let inn = inn.as_mut().map(|s| ResidentColumn::read(s, in_arcs, weighted, narrow)).transpose()?;
+        let read = |s: &mut EdgeStream, arcs| ResidentColumn::read(s, arcs, weighted, name_bytes, narrow);
+        let out = out.as_mut().map(|s| read(s, out_arcs)).transpose()?;
+        let inn = inn.as_mut().map(|s| read(s, in_arcs)).transpose()?;
         Ok(ResidentEdges { out, inn })
     }
 }
@@ -138,6 +145,8 @@ pub struct ListCursor<'r> {
     source: ListSource<'r>,
     weighted: bool,
     directed: bool,
+    /// Bytes of a name in the streams ([`super::partition::name_bytes`]).
+    name_bytes: u64,
     current: VertexRecord,
     loaded: bool,
     raw: Vec<u8>,
@@ -151,8 +160,15 @@ pub struct ListCursor<'r> {
 }
 
 impl<'r> ListCursor<'r> {
-    pub fn streams(out: Option<EdgeStream>, inn: Option<EdgeStream>, weighted: bool, directed: bool) -> Self {
-        Self::with(ListSource::Streams { out, inn }, weighted, directed)
+    /// A cursor over edge streams whose names take `name_bytes` bytes.
+    pub fn streams(
+        out: Option<EdgeStream>,
+        inn: Option<EdgeStream>,
+        weighted: bool,
+        directed: bool,
+        name_bytes: u64,
+    ) -> Self {
+        ListCursor { name_bytes, ..Self::with(ListSource::Streams { out, inn }, weighted, directed) }
     }
 
     /// A cursor over resident lists, at arc `out_at` of the out-lists and `in_at` of the in-lists.
@@ -165,6 +181,7 @@ impl<'r> ListCursor<'r> {
             source,
             weighted,
             directed,
+            name_bytes: 8,
             current: VertexRecord { name: 0, dense: 0, out_degree: 0, in_degree: 0 },
             loaded: false,
             raw: Vec::new(),
@@ -183,11 +200,7 @@ impl<'r> ListCursor<'r> {
     }
 
     fn arc_bytes(&self) -> u64 {
-        if self.weighted {
-            16
-        } else {
-            8
-        }
+        self.name_bytes + if self.weighted { 8 } else { 0 }
     }
 
     pub fn out_names(&self) -> &[u64] {
@@ -228,17 +241,17 @@ impl<'r> ListCursor<'r> {
         }
         self.loaded = true;
         let (out_degree, in_degree) = (self.current.out_degree, self.current.in_degree);
-        let (arc, weighted) = (self.arc_bytes(), self.weighted);
+        let (arc, weighted, name_bytes) = (self.arc_bytes(), self.weighted, self.name_bytes);
         match &mut self.source {
             ListSource::Streams { out, inn } => {
                 if let Some(stream) = out.as_mut() {
                     stream.read((out_degree * arc) as usize, &mut self.raw)?;
-                    decode_list(&self.raw, weighted, &mut self.out_names, &mut self.out_weights);
+                    decode_list(&self.raw, weighted, name_bytes, &mut self.out_names, &mut self.out_weights);
                     self.edges_read += out_degree;
                 }
                 if let Some(stream) = inn.as_mut() {
                     stream.read((in_degree * arc) as usize, &mut self.raw)?;
-                    decode_list(&self.raw, weighted, &mut self.in_names, &mut self.in_weights);
+                    decode_list(&self.raw, weighted, name_bytes, &mut self.in_names, &mut self.in_weights);
                     self.edges_read += in_degree;
                 }
             }
@@ -296,15 +309,23 @@ impl<'r> ListCursor<'r> {
     }
 }
 
-fn decode_list(raw: &[u8], weighted: bool, names: &mut Vec<u64>, weights: &mut Vec<f64>) {
+fn decode_list(raw: &[u8], weighted: bool, name_bytes: u64, names: &mut Vec<u64>, weights: &mut Vec<f64>) {
     names.clear();
     weights.clear();
-    if weighted {
-        for record in raw.chunks_exact(16) {
-            names.push(u64::get(record));
-            weights.push(f64::get(&record[8..]));
+    let arc = name_bytes as usize + if weighted { 8 } else { 0 };
+    for record in raw.chunks_exact(arc) {
+        names.push(name_at(record, name_bytes));
+        if weighted {
+            weights.push(f64::get(&record[name_bytes as usize..]));
         }
+    }
+}
+
+/// The name an arc record starts with, of `name_bytes` (4 or 8) bytes.
+fn name_at(record: &[u8], name_bytes: u64) -> u64 {
+    if name_bytes == 4 {
+        u32::from_le_bytes(record[..4].try_into().expect("4 bytes")) as u64
     } else {
-        names.extend(raw.chunks_exact(8).map(u64::get));
+        u64::get(record)
     }
 }

@@ -8,8 +8,9 @@
 //!
 //! - `vertices`: one 32-byte record per owned vertex, in ascending name order:
 //!   `name u64 · dense id u64 · out-degree u64 · in-degree u64` (little endian);
-//! - `edges-out`: the out-lists in that order, one `name u64` per arc, followed by `weight f64`
-//!   on weighted stores;
+//! - `edges-out`: the out-lists in that order, one name per arc, followed by `weight f64` on
+//!   weighted stores; a name is a `u64`, or a `u32` in a recoded partition whose names all
+//!   fit ([`name_bytes`]: W·(|V| + 1) < 2^32), which halves what every superstep streams;
 //! - `edges-in`: the same for in-arcs (directed stores only; `wcc`, `cdlp` read them).
 //!
 //! and `DIR/parts-W/partition.json` describing it. A vertex's *name* is what messages carry:
@@ -62,8 +63,8 @@ use crate::transport::{InProcessTransport, Transport};
 
 /// Bytes of one record of `vertices`.
 pub const VERTEX_RECORD_BYTES: u64 = 32;
-/// Version of the partition format.
-const FORMAT_VERSION: u32 = 1;
+/// Version of the partition format (2: recoded edge streams keep 4-byte names when they fit).
+const FORMAT_VERSION: u32 = 2;
 const DESCRIPTION_FILE: &str = "partition.json";
 /// The most ranks a partition may have.
 pub const MAX_RANKS: usize = 4096;
@@ -129,13 +130,25 @@ impl PartitionInfo {
         self.naming == Naming::Recoded
     }
 
+    /// Bytes of a name in the edge streams.
+    pub fn name_bytes(&self) -> u64 {
+        name_bytes(self.recoded(), self.ranks, self.vertices)
+    }
+
     /// Bytes of one arc in an edge stream.
     pub fn arc_bytes(&self) -> u64 {
-        if self.weighted {
-            16
-        } else {
-            8
-        }
+        self.name_bytes() + if self.weighted { 8 } else { 0 }
+    }
+}
+
+/// Bytes of a name in the edge streams of a partition into `ranks` ranks of a store of
+/// `vertices` vertices: recoded names, W·pos + i < W·(|V| + 1), take 4 bytes when below 2^32
+/// (halving the streams every superstep reads); basic names are original ids, 8 bytes.
+pub fn name_bytes(recoded: bool, ranks: usize, vertices: u64) -> u64 {
+    if recoded && (ranks as u64).saturating_mul(vertices + 1) < 1 << 32 {
+        4
+    } else {
+        8
     }
 }
 
@@ -393,6 +406,7 @@ fn build_rank(
         out_dir: &rank_dir(tmp, rank),
         directed: job.store.is_directed(),
         weighted: job.store.is_weighted(),
+        name_bytes: name_bytes(true, t.ranks(), job.store.num_vertices()) as usize,
         counters: job.store.counters(),
         memory: plan,
         progress: job.progress,

@@ -41,7 +41,8 @@ impl Engine for PregelEngine {
         let mut plan = Plan::new(self.kind(), &work).with_parts(sizing.parts().to_vec()).check_budget(ctx.budget);
         // The vertex file once; the lists read every step, or once when resident.
         let (out_arcs, in_arcs) = sizing.arcs(&share);
-        let list_bytes = (out_arcs + in_arcs) * (8 + 8 * graph.weighted as u64);
+        let arc_bytes = partition::name_bytes(recoded, ranks, graph.vertices) + 8 * graph.weighted as u64;
+        let list_bytes = (out_arcs + in_arcs) * arc_bytes;
         let steps_reading = if sizing.resident() {
             1.0
         } else if shape.applies_to_all {

@@ -765,6 +765,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             if inn { Some(open("edges-in", &checks.inn)?) } else { None },
             info.weighted,
             info.directed,
+            info.name_bytes(),
         ))
     }
 

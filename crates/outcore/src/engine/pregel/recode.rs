@@ -109,6 +109,8 @@ pub(super) struct RecodeRank<'a> {
     pub out_dir: &'a Path,
     pub directed: bool,
     pub weighted: bool,
+    /// Bytes of a recoded name in the streams written ([`super::partition::name_bytes`]).
+    pub name_bytes: usize,
     pub counters: &'a IoCounters,
     pub memory: &'a RankMemory,
     pub progress: &'a dyn Progress,
@@ -177,6 +179,7 @@ impl RecodeRank<'_> {
         streams
     }
 
+    /// Bytes of an arc of the basic streams read (8-byte names).
     fn arc_bytes(&self) -> usize {
         if self.weighted {
             16
@@ -276,6 +279,8 @@ impl RecodeRank<'_> {
         files.insert("vertices".into(), out.finish()?);
 
         let arc_bytes = self.arc_bytes();
+        let name_bytes = self.name_bytes;
+        let mut recoded = Vec::new();
         let mut arc = 0u64;
         for (file, arcs) in self.streams() {
             let path = self.basic_dir.join(file);
@@ -286,14 +291,24 @@ impl RecodeRank<'_> {
                 self.cancel.check()?;
                 let take = left.min(ARCS_PER_READ as u64);
                 stream.read(take as usize * arc_bytes, &mut chunk)?;
-                for record in chunk.chunks_exact_mut(arc_bytes) {
+                recoded.clear();
+                for record in chunk.chunks_exact(arc_bytes) {
                     let answer = answers.next_record()?.filter(|a| a.arc == arc).ok_or_else(|| {
                         Error::store(&path, format!("no answer for arc {arc} of rank {rank} (a rank lost a message)"))
                     })?;
-                    record[..8].copy_from_slice(&answer.new_name.to_le_bytes());
+                    // Names are below W·(|V| + 1), so the low bytes hold them when 4 are enough.
+                    if name_bytes == 4 && answer.new_name > u32::MAX as u64 {
+                        let name = answer.new_name;
+                        return Err(Error::store(
+                            &path,
+                            format!("recoded name {name} of arc {arc} needs more than 4 bytes"),
+                        ));
+                    }
+                    recoded.extend_from_slice(&answer.new_name.to_le_bytes()[..name_bytes]);
+                    recoded.extend_from_slice(&record[8..]);
                     arc += 1;
                 }
-                out.write_all(&chunk)?;
+                out.write_all(&recoded)?;
                 left -= take;
                 bar.inc(take);
             }
