@@ -15,6 +15,12 @@ use super::streams::EdgeStream;
 use crate::error::Result;
 use crate::program::Wire;
 
+/// Names of a resident list, as they are held.
+pub enum Names<'a> {
+    Narrow(&'a [u32]),
+    Wide(&'a [u64]),
+}
+
 /// One direction's lists of all the rank's vertices, in the order of A.
 pub struct ResidentColumn {
     narrow: Vec<u32>,
@@ -76,15 +82,7 @@ impl ResidentColumn {
             weights.extend_from_slice(&self.weights[at..at + len]);
         }
     }
-}
 
-/// Names of a resident list, as they are held.
-pub enum Names<'a> {
-    Narrow(&'a [u32]),
-    Wide(&'a [u64]),
-}
-
-impl ResidentColumn {
     /// The names of the `degree` arcs from arc `at`.
     pub fn names(&self, at: usize, degree: usize) -> Names<'_> {
         if self.wide.is_empty() {
@@ -94,19 +92,12 @@ impl ResidentColumn {
         }
     }
 
-    /// Replaces every name `n` by `rename(n)`, on all cores.
-    pub fn rename(&mut self, rename: impl Fn(u64) -> u64 + Sync) {
-        self.narrow.par_iter_mut().for_each(|n| *n = rename(*n as u64) as u32);
-        self.wide.par_iter_mut().for_each(|n| *n = rename(*n));
-    }
-
-    /// The largest name of the column (None when it has no arc).
-    pub fn max_name(&self) -> Option<u64> {
-        if self.wide.is_empty() {
-            self.narrow.par_iter().max().map(|&n| n as u64)
-        } else {
-            self.wide.par_iter().max().copied()
-        }
+    /// Replaces every name `n` by `rename(n)`, on all cores. Fails with a name `rename` has no
+    /// answer for, leaving the column partly renamed.
+    pub fn rename(&mut self, rename: impl Fn(u64) -> Option<u64> + Sync) -> std::result::Result<(), u64> {
+        let narrow = |n: &mut u32| rename(*n as u64).map(|m| *n = m as u32).ok_or(*n as u64);
+        self.narrow.par_iter_mut().try_for_each(narrow)?;
+        self.wide.par_iter_mut().try_for_each(|n| rename(*n).map(|m| *n = m).ok_or(*n))
     }
 }
 

@@ -86,11 +86,7 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     /// Makes freshly read `lists` name slots instead of positions. Fails with a name beyond
     /// the positions, if any (a corrupt partition is an error, not a panic).
     pub fn renumber(&self, lists: &mut ResidentColumn) -> std::result::Result<(), u64> {
-        if let Some(name) = lists.max_name().filter(|&name| name >= self.values.len() as u64) {
-            return Err(name);
-        }
-        lists.rename(|pos| self.slot_of[pos as usize] as u64);
-        Ok(())
+        lists.rename(|pos| self.slot_of.get(pos as usize).map(|&slot| slot as u64))
     }
 
     /// Position `pos` sends `msg` along all its out-arcs this step.
