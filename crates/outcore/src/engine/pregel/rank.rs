@@ -513,8 +513,7 @@ fn receiver_unit<S: StepProgram>(
 ) -> Result<()> {
     let ranks = t.ranks();
     for step in first_step.. {
-        let mut incoming =
-            Incoming { files: Vec::new(), array: in_memory_combine.then(|| vec![None; n_local]), batches: 0, bytes: 0 };
+        let mut incoming = Incoming { files: Vec::new(), array: None, batches: 0, bytes: 0 };
         let mut ends = 0;
         while ends < ranks {
             let envelope = t.recv(TAG_MESSAGES[step % 2])?;
@@ -525,7 +524,10 @@ fn receiver_unit<S: StepProgram>(
                 KIND_DATA if records.len() % record_bytes == 0 => {
                     incoming.batches += 1;
                     incoming.bytes += records.len() as u64;
-                    if let Some(array) = incoming.array.as_mut() {
+                    if in_memory_combine {
+                        // A_r is made at the first batch: at W = 1 none comes, and U_c's own
+                        // array of local messages becomes A_r (`join_local`).
+                        let array = incoming.array.get_or_insert_with(|| vec![None; n_local]);
                         for record in records.chunks_exact(record_bytes) {
                             let pos = (u64::get(record) / ranks as u64) as usize;
                             let slot = array.get_mut(pos).ok_or_else(|| corrupt(envelope.from))?;
@@ -602,31 +604,30 @@ struct LoopState<S: StepProgram> {
     local: Vec<Option<S::Msg>>,
     /// The messages of the vertex being collected.
     messages: Vec<S::Msg>,
-    /// The messages of a wave's vertices.
+    /// The messages of a wave's vertices, when they come from batch files.
     inbox: WaveInbox<S::Msg>,
+    /// A_r of the step last computed, every slot taken: at W = 1 it becomes the next step's
+    /// `local`, so that no array of |V| slots is allocated and filled per step.
+    emptied: Vec<Option<S::Msg>>,
     /// One sink per chunk of a wave, kept with their capacity from wave to wave.
     sinks: Vec<Sink<S::Msg>>,
     /// A pulling rank's offers of the step.
     offers: Option<Offers<S::Msg>>,
 }
 
-/// The messages of a wave's vertices: vertex `k` of the wave has `of(k)`.
-enum WaveInbox<M> {
-    /// The messages of the wave's vertices one after the other; vertex `k`'s end at `ends[k]`.
-    Listed { msgs: Vec<M>, ends: Vec<usize> },
-    /// At most one message per vertex, taken from A_r.
-    Single(Vec<Option<M>>),
+/// The messages of a wave's vertices read from batch files, one after the other: vertex `k` of
+/// the wave has `of(k)`. (Messages in A_r are taken from its slots by the chunks that compute
+/// their vertices.)
+struct WaveInbox<M> {
+    msgs: Vec<M>,
+    /// The end of vertex `k`'s messages.
+    ends: Vec<usize>,
 }
 
 impl<M> WaveInbox<M> {
     fn of(&self, k: usize) -> &[M] {
-        match self {
-            WaveInbox::Listed { msgs, ends } => {
-                let start = if k == 0 { 0 } else { ends[k - 1] };
-                &msgs[start..ends[k]]
-            }
-            WaveInbox::Single(slots) => slots[k].as_slice(),
-        }
+        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        &self.msgs[start..self.ends[k]]
     }
 }
 
@@ -680,7 +681,7 @@ fn compute_unit<S: StepProgram>(
         // Aggregators and halting, right after computing.
         let global = unit.gather_totals(&totals)?;
         let stop = unit.program.stop_after(step, &global);
-        let received = unit.receive_step(&incoming, &mut state.local)?;
+        let received = unit.receive_step(&incoming, &mut state.local, &mut state.emptied)?;
         unit.record_step(step, started, &io_before, &totals, &global, &figures);
         bar.inc(1);
         state.previous = global;
@@ -731,7 +732,8 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             seq: 0,
             local: if self.combines_locally() { vec![None; n] } else { Vec::new() },
             messages: Vec::new(),
-            inbox: WaveInbox::Single(Vec::new()),
+            inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
+            emptied: Vec::new(),
             sinks: Vec::new(),
             offers: self
                 .program
@@ -801,24 +803,25 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         self.prepare_sinks(&mut state.sinks, chunks);
         let mut outbox = Outbox::new(self, step, &mut state.seq);
         let mut totals = Totals::new(program.aggregate_width());
-        let mut wave = WaveFigures::default();
+        let mut figures = WaveFigures::default();
         let (mut threads, mut edges_read, mut at, mut arcs_at) = (Vec::new(), 0, 0, (0, 0));
         while at < self.vertices.len() {
             let end = self.collect_wave(at, &mut arrived, &mut state.messages, &mut state.inbox)?;
-            let wave_values = &mut values[at..end];
-            let wave_halted = &mut state.halted[at..end];
+            let wave = WaveSlices {
+                values: &mut values[at..end],
+                halted: &mut state.halted[at..end],
+                arrived: arrived.slots().map(|slots| &mut slots[at..end]),
+            };
+            let run = self.wave_run(step, &state.previous, &state.inbox, at);
             let used = match resident {
                 Some(edges) => {
-                    let run = self.wave_run(step, &state.previous, &state.inbox, at);
-                    let (used, read) =
-                        self.compute_chunks(&run, edges, &mut arcs_at, wave_values, wave_halted, &mut state.sinks)?;
+                    let (used, read) = self.compute_chunks(&run, edges, &mut arcs_at, wave, &mut state.sinks)?;
                     edges_read += read;
                     used
                 }
                 None => {
-                    let run = self.wave_run(step, &state.previous, &state.inbox, at);
                     let job = Chunk { start: at, end, out_at: 0, in_at: 0 };
-                    compute_chunk(&run, &job, wave_values, wave_halted, lists, &mut state.sinks[0]);
+                    compute_chunk(&run, &job, wave, lists, &mut state.sinks[0]);
                     1
                 }
             };
@@ -827,7 +830,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
                 state.sinks[..used].iter_mut().for_each(|sink| sink.hand_offers(offers));
             }
             let append = &mut |dest: usize, records: &[u8]| outbox.append(dest, records);
-            parallel::deliver(program, &mut state.sinks[..used], &mut state.local, &mut totals, &mut wave, append)?;
+            parallel::deliver(program, &mut state.sinks[..used], &mut state.local, &mut totals, &mut figures, append)?;
             at = end;
         }
         arrived.check_drained(self.rank())?;
@@ -839,23 +842,25 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         if let Some(m) = merged {
             m.remove();
         }
-        drop(array);
+        if let Some(array) = array.filter(|_| self.settings.transport.ranks() == 1) {
+            state.emptied = array;
+        }
         let message_files = outbox.flush()?;
-        totals.messages = wave.sent;
+        totals.messages = figures.sent;
         threads.sort_unstable();
         threads.dedup();
-        let figures = StepFigures {
-            computed: wave.computed,
+        let step_figures = StepFigures {
+            computed: figures.computed,
             threads: threads.len().max(1) as u64,
             edges_read: edges_read + lists.edges_read,
             seeks: lists.seeks(),
-            messages_local: wave.combined_locally,
+            messages_local: figures.combined_locally,
             message_files,
             batches,
             bytes_received: bytes,
             pulled: state.offers.is_some(),
         };
-        Ok((totals, figures))
+        Ok((totals, step_figures))
     }
 
     /// The resident lists a pulling rank folds its offers over: the in-lists (the lists of an
@@ -904,7 +909,8 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     }
 
     /// Collects the messages of the vertices from `at` on into `inbox`, up to what the compute
-    /// buffers hold (one vertex at least). Returns the end of the wave.
+    /// buffers hold (one vertex at least). Returns the end of the wave. Messages in A_r stay
+    /// there: the chunks take them ([`Arrived::slots`]).
     fn collect_wave(
         &self,
         at: usize,
@@ -914,37 +920,21 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     ) -> Result<usize> {
         let per_arc = parallel::per_arc_bytes::<S::Msg>();
         let per_vertex = parallel::per_vertex_bytes::<S::Msg>();
+        let in_slots = arrived.slots().is_some();
         let (mut bytes, mut i) = (0, at);
-        if let (None, Some(array)) = (&arrived.merged, arrived.array.as_mut()) {
-            // A_r holds at most one message per vertex: the wave is cut counting one for each,
-            // and its slots are taken on all cores.
-            while i < self.vertices.len() && (i == at || bytes < self.sizing.memory.compute) {
-                bytes += per_vertex + self.arcs_of(&self.vertices[i]) * per_arc + size_of::<S::Msg>() as u64;
-                i += 1;
-            }
-            let mut slots = match std::mem::replace(inbox, WaveInbox::Single(Vec::new())) {
-                WaveInbox::Single(slots) => slots,
-                WaveInbox::Listed { .. } => Vec::new(),
-            };
-            array[at..i].par_iter_mut().map(Option::take).collect_into_vec(&mut slots);
-            *inbox = WaveInbox::Single(slots);
-            return Ok(i);
-        }
-        let (mut msgs, mut ends) = match std::mem::replace(inbox, WaveInbox::Single(Vec::new())) {
-            WaveInbox::Listed { msgs, ends } => (msgs, ends),
-            WaveInbox::Single(_) => (Vec::new(), Vec::new()),
-        };
-        msgs.clear();
-        ends.clear();
+        inbox.msgs.clear();
+        inbox.ends.clear();
         while i < self.vertices.len() && (i == at || bytes < self.sizing.memory.compute) {
             let vertex = &self.vertices[i];
-            arrived.take_messages(self.program, self.rank(), i, vertex, messages)?;
-            bytes += per_vertex + self.arcs_of(vertex) * per_arc + (messages.len() * size_of::<S::Msg>()) as u64;
-            msgs.append(messages);
-            ends.push(msgs.len());
+            if !in_slots {
+                arrived.take_messages(self.program, self.rank(), vertex, messages)?;
+                bytes += (messages.len() * size_of::<S::Msg>()) as u64;
+                inbox.msgs.append(messages);
+                inbox.ends.push(inbox.msgs.len());
+            }
+            bytes += per_vertex + self.arcs_of(vertex) * per_arc;
             i += 1;
         }
-        *inbox = WaveInbox::Listed { msgs, ends };
         Ok(i)
     }
 
@@ -956,18 +946,16 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         run: &WaveRun<S>,
         edges: &ResidentEdges,
         arcs_at: &mut (u64, u64),
-        values: &mut [S::Value],
-        halted: &mut [bool],
+        wave: WaveSlices<S>,
         sinks: &mut [Sink<S::Msg>],
     ) -> Result<(usize, u64)> {
-        let jobs = self.chunks(run.first, run.first + values.len(), arcs_at, sinks.len());
+        let jobs = self.chunks(run.first, run.first + wave.values.len(), arcs_at, sinks.len());
         let mut pieces = Vec::with_capacity(jobs.len());
-        let (mut values, mut halted) = (values, halted);
+        let mut rest = wave;
         for job in &jobs {
-            let (v, v_rest) = std::mem::take(&mut values).split_at_mut(job.end - job.start);
-            let (h, h_rest) = std::mem::take(&mut halted).split_at_mut(job.end - job.start);
-            pieces.push((v, h));
-            (values, halted) = (v_rest, h_rest);
+            let (piece, tail) = rest.split_at(job.end - job.start);
+            pieces.push(piece);
+            rest = tail;
         }
         let (weighted, directed) = (self.info.weighted, self.info.directed);
         let mut cursors: Vec<ListCursor> =
@@ -977,7 +965,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             .zip(sinks[..jobs.len()].par_iter_mut())
             .zip(cursors.par_iter_mut())
             .zip(jobs.par_iter())
-            .for_each(|((((v, h), sink), cursor), job)| compute_chunk(run, job, v, h, cursor, sink));
+            .for_each(|(((piece, sink), cursor), job)| compute_chunk(run, job, piece, cursor, sink));
         Ok((jobs.len(), cursors.iter().map(|c| c.edges_read).sum()))
     }
 
@@ -1026,13 +1014,14 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     fn receive_step(
         &self,
         incoming: &Receiver<Incoming<S::Msg>>,
-        local: &mut [Option<S::Msg>],
+        local: &mut Vec<Option<S::Msg>>,
+        emptied: &mut Vec<Option<S::Msg>>,
     ) -> Result<Incoming<S::Msg>> {
         let mut received = incoming
             .recv()
             .map_err(|_| Error::Remote { rank: Some(self.rank()), message: "receiver unit ended".into() })?;
         if self.combines_locally() {
-            join_local(self.program, local, &mut received.array);
+            join_local(self.program, local, emptied, &mut received.array);
         }
         self.settings.transport.barrier()?;
         Ok(received)
@@ -1108,19 +1097,51 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
     }
 }
 
-/// Computes one chunk's vertices into `sink` (`values`, `halted` start at the chunk).
+/// The values, halt flags and A_r slots of a wave's vertices, or of a chunk's.
+struct WaveSlices<'a, S: StepProgram> {
+    values: &'a mut [S::Value],
+    halted: &'a mut [bool],
+    /// A_r's slots, when the step's messages are there (their messages are taken as the
+    /// vertices are computed); otherwise the messages are in the wave's inbox.
+    arrived: Option<&'a mut [Option<S::Msg>]>,
+}
+
+impl<'a, S: StepProgram> WaveSlices<'a, S> {
+    /// The first `len` vertices, and the rest.
+    fn split_at(self, len: usize) -> (Self, Self) {
+        let (values, values_rest) = self.values.split_at_mut(len);
+        let (halted, halted_rest) = self.halted.split_at_mut(len);
+        let (arrived, arrived_rest) = match self.arrived.map(|slots| slots.split_at_mut(len)) {
+            Some((slots, rest)) => (Some(slots), Some(rest)),
+            None => (None, None),
+        };
+        (
+            WaveSlices { values, halted, arrived },
+            WaveSlices { values: values_rest, halted: halted_rest, arrived: arrived_rest },
+        )
+    }
+}
+
+/// Computes one chunk's vertices into `sink` (`chunk`'s slices start at the chunk).
 fn compute_chunk<S: StepProgram>(
     run: &WaveRun<S>,
     job: &Chunk,
-    values: &mut [S::Value],
-    halted: &mut [bool],
+    chunk: WaveSlices<S>,
     lists: &mut ListCursor,
     sink: &mut Sink<S::Msg>,
 ) {
     sink.thread = rayon::current_thread_index();
     let program = run.program;
+    let WaveSlices { values, halted, mut arrived } = chunk;
     for (k, vertex) in run.vertices[job.start..job.end].iter().enumerate() {
-        let messages = run.inbox.of(job.start - run.first + k);
+        let taken;
+        let messages = match arrived.as_deref_mut() {
+            Some(slots) => {
+                taken = slots[k].take();
+                taken.as_slice()
+            }
+            None => run.inbox.of(job.start - run.first + k),
+        };
         lists.begin(*vertex);
         if program.wakes(halted[k], !messages.is_empty()) {
             sink.computed += 1;
@@ -1140,13 +1161,17 @@ fn compute_chunk<S: StepProgram>(
 }
 
 impl<M: Wire> Arrived<M> {
-    /// Collects the messages to vertex `i` into `messages` (combined as they are read when the
-    /// program has a combiner).
+    /// A_r, when the step's messages are there rather than in batch files.
+    fn slots(&mut self) -> Option<&mut [Option<M>]> {
+        self.array.as_deref_mut().filter(|_| self.merged.is_none())
+    }
+
+    /// Collects the messages to `vertex` from the merged batch files into `messages` (combined
+    /// as they are read when the program has a combiner).
     fn take_messages<S: StepProgram<Msg = M>>(
         &mut self,
         program: &S,
         rank: usize,
-        i: usize,
         vertex: &VertexRecord,
         messages: &mut Vec<M>,
     ) -> Result<()> {
@@ -1167,8 +1192,6 @@ impl<M: Wire> Arrived<M> {
                     }
                 })?;
             }
-        } else if let Some(slot) = self.array.as_mut().and_then(|a| a[i].take()) {
-            messages.push(slot);
         }
         Ok(())
     }
@@ -1272,21 +1295,33 @@ impl<'u, S: StepProgram> Outbox<'u, S> {
 }
 
 /// Folds the messages this rank sent to its own vertices into the array U_r filled from the
-/// other ranks (created when none arrived), emptying `local` for the next step.
-fn join_local<S: StepProgram>(program: &S, local: &mut [Option<S::Msg>], array: &mut Option<Vec<Option<S::Msg>>>) {
+/// other ranks, emptying `local` for the next step. When nothing arrived from other ranks
+/// (always at W = 1) `local` itself becomes the step's A_r, and `emptied` (an A_r whose every
+/// slot was taken, if one of the right length is at hand) the next `local`.
+fn join_local<S: StepProgram>(
+    program: &S,
+    local: &mut Vec<Option<S::Msg>>,
+    emptied: &mut Vec<Option<S::Msg>>,
+    array: &mut Option<Vec<Option<S::Msg>>>,
+) {
     let Some(array) = array else {
-        // Nothing arrived from other ranks (W = 1): the local messages are the step's A_r.
-        *array = Some(local.iter_mut().map(Option::take).collect());
+        let n = local.len();
+        let next = match std::mem::take(emptied) {
+            slots if slots.len() == n => slots,
+            _ => vec![None; n],
+        };
+        debug_assert!(next.iter().all(Option::is_none), "an emptied A_r holds no message");
+        *array = Some(std::mem::replace(local, next));
         return;
     };
-    for (slot, mine) in array.iter_mut().zip(local.iter_mut()) {
+    array.par_iter_mut().zip(local.par_iter_mut()).for_each(|(slot, mine)| {
         if let Some(msg) = mine.take() {
             *slot = Some(match slot.take() {
                 Some(old) => program.combine(&old, &msg),
                 None => msg,
             });
         }
-    }
+    });
 }
 
 /// Sends every rank's values to rank 0, which returns them in dense-id order (a single rank
