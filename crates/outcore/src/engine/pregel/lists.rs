@@ -14,6 +14,7 @@ use super::rank::VertexRecord;
 use super::streams::EdgeStream;
 use crate::error::Result;
 use crate::program::Wire;
+use crate::runtime::prefetch;
 
 /// Names of a resident list, as they are held.
 pub enum Names<'a> {
@@ -92,13 +93,35 @@ impl ResidentColumn {
         }
     }
 
-    /// Replaces every name `n` by `rename(n)`, on all cores. Fails with a name `rename` has no
-    /// answer for, leaving the column partly renamed.
-    pub fn rename(&mut self, rename: impl Fn(u64) -> Option<u64> + Sync) -> std::result::Result<(), u64> {
-        let narrow = |n: &mut u32| rename(*n as u64).map(|m| *n = m as u32).ok_or(*n as u64);
-        self.narrow.par_iter_mut().try_for_each(narrow)?;
-        self.wide.par_iter_mut().try_for_each(|n| rename(*n).map(|m| *n = m).ok_or(*n))
+    /// Replaces every name `n` by `table[n]`, on all cores. Fails with a name beyond the table,
+    /// leaving the column partly renamed.
+    pub fn rename_by(&mut self, table: &[u32]) -> std::result::Result<(), u64> {
+        rename_names(&mut self.narrow, table)?;
+        rename_names(&mut self.wide, table)
     }
+}
+
+/// Names renamed per task of [`rename_names`].
+const NAMES_PER_TASK: usize = 1 << 16;
+/// How many names ahead a renaming asks for its table entry: names are anywhere in the table
+/// (9.6 MB for RMAT-22's 2.4 M vertices), and without the hint each waited on its cache miss.
+const RENAME_AHEAD: usize = 16;
+
+/// Replaces every name `n` of `names` by `table[n]` (see [`ResidentColumn::rename_by`]).
+fn rename_names<N>(names: &mut [N], table: &[u32]) -> std::result::Result<(), u64>
+where
+    N: Copy + Into<u64> + From<u32> + Send,
+{
+    names.par_chunks_mut(NAMES_PER_TASK).try_for_each(|names| {
+        for i in 0..names.len() {
+            if let Some(&later) = names.get(i + RENAME_AHEAD) {
+                prefetch(table.as_ptr().wrapping_add(later.into() as usize));
+            }
+            let name: u64 = names[i].into();
+            names[i] = N::from(*table.get(name as usize).ok_or(name)?);
+        }
+        Ok(())
+    })
 }
 
 /// The rank's lists held in memory (see the module docs).
@@ -318,5 +341,31 @@ fn name_at(record: &[u8], name_bytes: u64) -> u64 {
         u32::from_le_bytes(record[..4].try_into().expect("4 bytes")) as u64
     } else {
         u64::get(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(narrow: Vec<u32>, wide: Vec<u64>) -> ResidentColumn {
+        ResidentColumn { narrow, wide, weights: Vec::new() }
+    }
+
+    #[test]
+    fn renames_every_name_by_the_table_and_refuses_a_name_beyond_it() {
+        // More names than one task renames, so that the tasks' prefetches cross their ends.
+        let table: Vec<u32> = (0..1000u32).map(|n| 999 - n).collect();
+        let names: Vec<u32> = (0..3 * NAMES_PER_TASK as u32 + 7).map(|i| i * 7919 % 1000).collect();
+        let mut narrow = column(names.clone(), Vec::new());
+        narrow.rename_by(&table).unwrap();
+        assert!(narrow.narrow.iter().zip(&names).all(|(&renamed, &name)| renamed == 999 - name));
+
+        let mut wide = column(Vec::new(), names.iter().map(|&n| n as u64).collect());
+        wide.rename_by(&table).unwrap();
+        assert!(wide.wide.iter().zip(&names).all(|(&renamed, &name)| renamed == 999 - name as u64));
+
+        let mut corrupt = column(vec![3, 1000, 5], Vec::new());
+        assert_eq!(corrupt.rename_by(&table), Err(1000), "a name beyond the table is reported");
     }
 }
