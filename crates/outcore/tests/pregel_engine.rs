@@ -228,13 +228,13 @@ fn kmeans_on_1_to_4_ranks_basic_and_recoded_equals_inmem() {
     }
 }
 
-/// A single recoded rank pulls PageRank and eigenvector centrality (dense uniform messages)
-/// over its resident in-lists, directed and undirected, and equals inmem; with two ranks every
-/// step pushes.
+/// Recoded ranks pull PageRank and eigenvector centrality (dense uniform messages) over their
+/// resident in-lists, directed and undirected, alone and with two or three ranks exchanging
+/// their offers, and equal inmem.
 #[test]
-fn a_single_recoded_rank_pulls_pagerank_and_eigenvector_over_its_in_lists() {
+fn recoded_ranks_pull_pagerank_and_eigenvector_over_their_in_lists() {
     for (name, g) in [("rmat", rmat()), ("er", er())] {
-        for ranks in [1, 2] {
+        for ranks in [1, 2, 3] {
             partition::partition(&g.store, ranks, true, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new())
                 .unwrap();
             for algorithm in ["pr", "eigenvector"] {
@@ -245,28 +245,27 @@ fn a_single_recoded_rank_pulls_pagerank_and_eigenvector_over_its_in_lists() {
                 assert_same(algorithm, &expected, &got, &what);
                 for rank in &stats {
                     let deliveries: Vec<_> = rank.per_iteration.iter().map(|i| i.delivery).collect();
-                    let pulled = deliveries.iter().filter(|d| **d == Some(Delivery::Pull)).count();
-                    let expected_pulls = if ranks == 1 { deliveries.len() } else { 0 };
-                    assert_eq!(pulled, expected_pulls, "{what}: deliveries {deliveries:?}");
-                }
-                if ranks == 1 {
+                    assert!(deliveries.iter().all(|d| *d == Some(Delivery::Pull)), "{what}: deliveries {deliveries:?}");
                     // Every arc of a sending vertex counts as a message, all combined in memory.
-                    let sent = per_step(&stats[0], |i| i.messages_sent);
-                    let local = per_step(&stats[0], |i| i.messages_combined_locally);
-                    let files = per_step(&stats[0], |i| i.message_files);
+                    let sent = per_step(rank, |i| i.messages_sent);
+                    let local = per_step(rank, |i| i.messages_combined_locally);
+                    let files = per_step(rank, |i| i.message_files);
                     assert_eq!((local, files), (sent, 0), "{what}");
-                    assert!(sent >= g.store.num_arcs(), "{what}: {sent} messages");
-                    // A step folds every in-arc when something was offered, and none after a
-                    // step that offered nothing (pr's last superstep).
-                    let steps = &stats[0].per_iteration;
-                    for (k, step) in steps.iter().enumerate() {
-                        let sent = step.figures.pregel().expect("a pregel superstep").messages_sent;
-                        let folded = if sent > 0 { g.store.num_arcs() } else { 0 };
-                        assert_eq!(step.edges_processed, folded, "{what}: superstep {k} of {}", steps.len());
-                    }
-                    let last = steps.last().and_then(|s| s.figures.pregel()).map(|s| s.messages_sent);
-                    assert_eq!(last, Some(0), "{what}: the last step sends nothing");
                 }
+                let sent: u64 = stats.iter().map(|rank| per_step(rank, |i| i.messages_sent)).sum();
+                assert!(sent >= g.store.num_arcs(), "{what}: {sent} messages");
+                // The ranks together fold every in-arc in a step where something was offered,
+                // and none after a step that offered nothing (pr's last superstep).
+                let steps = stats[0].per_iteration.len();
+                for k in 0..steps {
+                    let step = |rank: &RunStats| rank.per_iteration[k].clone();
+                    let offered: u64 = stats.iter().map(|r| step(r).figures.pregel().unwrap().messages_sent).sum();
+                    let folded: u64 = stats.iter().map(|r| step(r).edges_processed).sum();
+                    let expected = if offered > 0 { g.store.num_arcs() } else { 0 };
+                    assert_eq!(folded, expected, "{what}: superstep {k} of {steps}");
+                }
+                let last = stats[0].per_iteration.last().and_then(|s| s.figures.pregel()).map(|s| s.messages_sent);
+                assert_eq!(last, Some(0), "{what}: the last step sends nothing");
             }
         }
     }

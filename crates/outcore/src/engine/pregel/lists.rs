@@ -93,6 +93,15 @@ impl ResidentColumn {
         }
     }
 
+    /// Fails with a name not below `bound`, if any.
+    pub fn check_below(&self, bound: u64) -> std::result::Result<(), u64> {
+        let beyond = |n: u64| (n >= bound).then_some(n);
+        match self.narrow.par_iter().find_map_any(|&n| beyond(n as u64)) {
+            Some(name) => Err(name),
+            None => self.wide.par_iter().find_map_any(|&n| beyond(n)).map_or(Ok(()), Err),
+        }
+    }
+
     /// Replaces every name `n` by `table[n]`, on all cores. Fails with a name beyond the table,
     /// leaving the column partly renamed.
     pub fn rename_by(&mut self, table: &[u32]) -> std::result::Result<(), u64> {

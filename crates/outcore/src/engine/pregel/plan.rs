@@ -37,7 +37,7 @@ impl Engine for PregelEngine {
         let recoded = ctx.options.pregel.recoded;
         let share = even_share(graph, ranks);
         let needs = RankNeeds::of_shape(shape, graph.directed);
-        let sizing = size_rank(&needs, &share, recoded, ctx.budget, &ctx.options.pregel);
+        let sizing = size_rank(&needs, &share, recoded, ctx.budget, &ctx.options.pregel, true);
         let mut plan = Plan::new(self.kind(), &work).with_parts(sizing.parts().to_vec()).check_budget(ctx.budget);
         // The vertex file once; the lists read every step, or once when resident.
         let (out_arcs, in_arcs) = sizing.arcs(&share);

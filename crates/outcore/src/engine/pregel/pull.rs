@@ -19,8 +19,15 @@
 //! from none: they apply at every vertex. Targets are cut into chunks of about equal in-arcs,
 //! folded on all cores, so the result does not depend on the number of threads.
 //!
-//! Only a single rank pulls: with W > 1 an in-list names sources of other ranks, whose offers
-//! are not here.
+//! **Several ranks** (W > 1) pull too, each over its own targets' in-lists, which name sources
+//! of every rank: after its waves each rank sends its offers to all the others
+//! ([`Offers::exchange`], an all-gather of one message per vertex), so every rank holds a copy
+//! of every vertex's offer — Pregel+'s mirrors, for all vertices at once. A slot is then a
+//! recoded name (W·pos + rank), which the in-lists already hold: nothing is renamed, and a rank
+//! holds W·(largest rank's vertices) offers, O(|V|) rather than GraphD's O(|V|/W), which is why
+//! the rank pulls only when its budget holds them ([`super::sizing::size_rank`]) and all
+//! ranks agree; otherwise it pushes through A_s and the message files. At W = 2 on RMAT-22 a
+//! pushed step wrote and read back 249 MiB of message files per rank.
 
 use std::ops::Range;
 
@@ -28,9 +35,14 @@ use rayon::prelude::*;
 
 use super::lists::{Names, ResidentColumn};
 use super::rank::{StepProgram, VertexRecord};
+use crate::error::{Error, Result};
 use crate::program::Wire;
 use crate::runtime::chunks::{self, Cut};
 use crate::runtime::prefetch;
+use crate::transport::{Tag, Transport};
+
+/// The offers of a step, sent by every rank to every other ([`Offers::exchange`]).
+const TAG_OFFERS: Tag = 130;
 
 /// How many arcs ahead a pull asks for the offer it will fold (`stream`'s pull measured 48
 /// best; see `stream/pull.rs`).
@@ -44,14 +56,28 @@ type PullJob<'a, M> = (Range<usize>, Range<usize>, &'a mut [Option<M>]);
 /// The chunks of a pull: targets and their lists' arcs, cut once per run.
 type PullChunks = Vec<(Range<usize>, Range<usize>)>;
 
-/// Bytes of the offers of `n` positions, of messages of `msg_bytes`: a value and a slot each.
-pub fn offers_bytes(n: u64, msg_bytes: u64) -> u64 {
-    n * (msg_bytes + 4)
+/// Bytes of the offers of a rank of `n` positions in a job of `ranks` ranks whose largest rank
+/// has `max_n`, of messages of `msg_bytes`: a slot of each position, a value per slot, and
+/// at W > 1 the offers sent and those received from one rank ([`Offers::exchange`]).
+pub fn offers_bytes(ranks: u64, n: u64, max_n: u64, msg_bytes: u64) -> u64 {
+    let exchanged = if ranks > 1 { (n + max_n) * msg_bytes } else { 0 };
+    4 * n + msg_bytes * slots(ranks, n, max_n) + exchanged
 }
 
-/// Whether a rank of `n` positions can pull (slots are 4 bytes).
-pub fn fits(n: u64) -> bool {
-    n <= u32::MAX as u64
+/// Slots of the offers: one per position of a single rank, one per name of every rank's
+/// vertices otherwise.
+fn slots(ranks: u64, n: u64, max_n: u64) -> u64 {
+    if ranks == 1 {
+        n
+    } else {
+        ranks * max_n
+    }
+}
+
+/// Whether a rank of `n` positions, whose largest rank has `max_n`, can pull (slots are 4
+/// bytes).
+pub fn fits(ranks: u64, n: u64, max_n: u64) -> bool {
+    slots(ranks, n, max_n) <= u32::MAX as u64
 }
 
 /// The message each position offers this step, by slot.
@@ -66,11 +92,21 @@ pub struct Offers<M> {
     /// Some position offered this step (a step that offered nothing, such as the last one
     /// of a run with a fixed number of iterations, folds nothing).
     offered: bool,
+    /// Ranks of the job, and this one (W > 1: slots are recoded names).
+    ranks: usize,
+    rank: usize,
 }
 
 impl<M: Wire + Clone + Send + Sync> Offers<M> {
-    /// No offer yet, for the positions of `vertices`, slotted by out-degree.
-    pub fn new(vertices: &[VertexRecord], identity: M) -> Offers<M> {
+    /// No offer yet, for the positions of `vertices`, this rank's in a job of `ranks` whose
+    /// largest rank has `max_n` vertices: slotted by out-degree at W = 1, by recoded name
+    /// (W·pos + rank) otherwise.
+    pub fn new(vertices: &[VertexRecord], identity: M, ranks: usize, rank: usize, max_n: usize) -> Offers<M> {
+        if ranks > 1 {
+            let slot_of = (0..vertices.len()).map(|pos| (ranks * pos + rank) as u32).collect();
+            let values = vec![identity.clone(); ranks * max_n];
+            return Offers { values, identity, slot_of, chunks: None, offered: false, ranks, rank };
+        }
         let n = vertices.len();
         // Descending out-degree (capped below 2^32), then position: one u64 key per position.
         let mut by_degree: Vec<u64> = vertices
@@ -81,13 +117,46 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         by_degree.par_sort_unstable();
         let mut slot_of = vec![0u32; n];
         by_degree.iter().enumerate().for_each(|(slot, &key)| slot_of[key as u32 as usize] = slot as u32);
-        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None, offered: false }
+        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None, offered: false, ranks: 1, rank: 0 }
     }
 
-    /// Makes freshly read `lists` name slots instead of positions. Fails with a name beyond
-    /// the positions, if any (a corrupt partition is an error, not a panic).
+    /// Makes freshly read `lists` name slots instead of positions (at W > 1 their recoded names
+    /// are the slots already). Fails with a name beyond the slots, if any (a corrupt partition
+    /// is an error, not a panic).
     pub fn renumber(&self, lists: &mut ResidentColumn) -> std::result::Result<(), u64> {
+        if self.ranks > 1 {
+            return lists.check_below(self.values.len() as u64);
+        }
         lists.rename_by(&self.slot_of)
+    }
+
+    /// Sends this rank's offers to every other rank and takes theirs, so that every slot holds
+    /// its vertex's offer wherever the vertex lives (W > 1; every rank calls it once a step,
+    /// and the steps are parted by a barrier). Some rank offered if any did.
+    pub fn exchange(&mut self, t: &dyn Transport) -> Result<()> {
+        let (ranks, rank) = (self.ranks, self.rank);
+        let mut mine = Vec::with_capacity(1 + self.slot_of.len() * M::BYTES);
+        mine.push(self.offered as u8);
+        self.slot_of.iter().for_each(|&slot| self.values[slot as usize].put(&mut mine));
+        let others: Vec<usize> = (0..ranks).filter(|&to| to != rank).collect();
+        for (k, &to) in others.iter().enumerate() {
+            let payload = if k + 1 == others.len() { std::mem::take(&mut mine) } else { mine.clone() };
+            t.send(to, TAG_OFFERS, payload)?;
+        }
+        for _ in 1..ranks {
+            let envelope = t.recv(TAG_OFFERS)?;
+            let from = envelope.from;
+            let malformed = || Error::Remote { rank: Some(from), message: "malformed offers".into() };
+            let (&offered, offers) = envelope.payload.split_first().ok_or_else(malformed)?;
+            if from == rank || offers.len() % M::BYTES != 0 || ranks * (offers.len() / M::BYTES) > self.values.len() {
+                return Err(malformed());
+            }
+            self.offered |= offered == 1;
+            for (pos, bytes) in offers.chunks_exact(M::BYTES).enumerate() {
+                self.values[ranks * pos + from] = M::get(bytes);
+            }
+        }
+        Ok(())
     }
 
     /// Position `pos` sends `msg` along all its out-arcs this step.

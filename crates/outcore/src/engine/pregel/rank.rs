@@ -44,7 +44,7 @@ use crate::runtime::chunks::{self, Cut};
 use crate::runtime::io::IoSnapshot;
 use crate::runtime::{peak_rss_bytes, IoCounters, ProgressUnit};
 use crate::store::FileChecks;
-use crate::transport::{Tag, Transport};
+use crate::transport::{ReduceOp, Tag, Transport};
 use crate::VertexId;
 
 /// Messages of even and odd supersteps travel on different tags, so a rank that starts sending
@@ -200,13 +200,15 @@ pub fn run_rank<S: StepProgram>(runner: &Runner, program: &S, settings: &RankSet
         directed: info.directed,
     };
     let budget = runner.memory();
-    let sizing = size_rank(
-        &RankNeeds::of(program, info.directed),
-        &share,
-        settings.recoded,
-        budget.bytes(),
-        &runner.options().pregel,
-    );
+    let size = |may_pull| {
+        let needs = RankNeeds::of(program, info.directed);
+        size_rank(&needs, &share, settings.recoded, budget.bytes(), &runner.options().pregel, may_pull)
+    };
+    let mut sizing = size(true);
+    if ranks > 1 && t.all_reduce_u64(sizing.pulls as u64, ReduceOp::Min)? == 0 {
+        // The ranks pull all or none (each folds offers the others sent).
+        sizing = size(false);
+    }
     sizing.check(budget)?;
     let _charges = runner.ledger().charge_parts(&sizing.parts())?;
 
@@ -735,11 +737,10 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
             emptied: Vec::new(),
             sinks: Vec::new(),
-            offers: self
-                .program
-                .dense_uniform_identity()
-                .filter(|_| self.sizing.pulls)
-                .map(|id| Offers::new(self.vertices, id)),
+            offers: self.program.dense_uniform_identity().filter(|_| self.sizing.pulls).map(|id| {
+                let t = self.settings.transport;
+                Offers::new(self.vertices, id, t.ranks(), t.rank(), self.share.max_vertices as usize)
+            }),
         };
         if let Some(saved) = resumed {
             values.clone_from_slice(&saved.values);
@@ -835,6 +836,9 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         }
         arrived.check_drained(self.rank())?;
         if let (Some(offers), Some(column)) = (state.offers.as_mut(), resident.and_then(|e| self.pulled_lists(e))) {
+            if self.settings.transport.ranks() > 1 {
+                offers.exchange(self.settings.transport)?;
+            }
             let reads = self.sizing.reads;
             edges_read += offers.pull_into(program, column, self.vertices, |v| reads.degree(v), &mut state.local);
         }
@@ -842,7 +846,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         if let Some(m) = merged {
             m.remove();
         }
-        if let Some(array) = array.filter(|_| self.settings.transport.ranks() == 1) {
+        if let Some(array) = array.filter(|_| self.settings.transport.ranks() == 1 || self.sizing.pulls) {
             state.emptied = array;
         }
         let message_files = outbox.flush()?;

@@ -7,8 +7,9 @@
 //! buffers of B bytes, and in recoded mode with a combiner the arrays A_s (W > 1) and A_r that
 //! messages fold into (§5). What the budget leaves then goes to the compute buffers of a wave
 //! ([`super::parallel`]) and, when it holds them, to the rank's edge lists kept resident
-//! ([`super::lists`]). A single recoded rank whose program sends dense uniform messages pulls
-//! ([`super::pull`]) when the budget also holds its in-lists and one offer per vertex.
+//! ([`super::lists`]). A recoded rank whose program sends dense uniform messages pulls
+//! ([`super::pull`]) when the budget also holds its in-lists and the offers (one per vertex of
+//! the rank at W = 1, one per vertex of the job at W > 1).
 
 use super::lists::ResidentEdges;
 use super::partition::VERTEX_RECORD_BYTES;
@@ -157,14 +158,16 @@ impl RankSizing {
 
 /// Sizes a rank of `share` running a program with `needs` within `budget` bytes: B once the
 /// fixed memory is known, then the compute buffers and the resident lists from what is left.
-/// A single rank combining in memory pulls dense uniform messages when the budget holds the
-/// in-lists and the offers; otherwise it pushes.
+/// A rank combining in memory pulls dense uniform messages when `may_pull` and the budget
+/// holds the in-lists and the offers; otherwise it pushes. (Ranks pull all or none: a run
+/// whose ranks do not all pull sizes them again with `may_pull` false.)
 pub(crate) fn size_rank(
     needs: &RankNeeds,
     share: &RankShare,
     recoded: bool,
     budget: u64,
     options: &PregelOptions,
+    may_pull: bool,
 ) -> RankSizing {
     let in_memory_combine = recoded && needs.has_combiner;
     let arrays = if in_memory_combine { array_slots(share) * needs.slot_bytes } else { 0 };
@@ -180,12 +183,13 @@ pub(crate) fn size_rank(
         sized.size_compute(budget, b, resident_bytes(reads));
         sized
     };
-    let offers = super::pull::offers_bytes(share.vertices, needs.msg_bytes);
+    let (ranks, n, max_n) = (share.ranks as u64, share.vertices, share.max_vertices);
+    let offers = super::pull::offers_bytes(ranks, n, max_n, needs.msg_bytes);
     let pulling = sized(arrays + offers, ListsRead::pulled(share.directed));
-    let pulls = share.ranks == 1
+    let pulls = may_pull
         && in_memory_combine
         && needs.dense_uniform
-        && super::pull::fits(share.vertices)
+        && super::pull::fits(ranks, n, max_n)
         && pulling.resident > 0;
     let (memory, reads) =
         if pulls { (pulling, ListsRead::pulled(share.directed)) } else { (sized(arrays, needs.reads), needs.reads) };
@@ -281,5 +285,44 @@ impl RankMemory {
             format_size(b),
             format_size(self.arrays),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// PageRank's needs: 8-byte values and messages, a combiner, dense uniform messages.
+    fn pagerank() -> RankNeeds {
+        let reads = ListsRead { out: true, inn: false };
+        RankNeeds { value_bytes: 8, msg_bytes: 8, slot_bytes: 16, has_combiner: true, dense_uniform: true, reads }
+    }
+
+    #[test]
+    fn several_ranks_pull_only_when_the_budget_holds_every_vertex_offer() {
+        let share = |ranks: usize| RankShare {
+            ranks,
+            vertices: 1 << 20,
+            max_vertices: 1 << 20,
+            out_arcs: 8 << 20,
+            in_arcs: 8 << 20,
+            weighted: false,
+            directed: true,
+        };
+        let options = PregelOptions::default();
+        let size =
+            |ranks, budget: u64, may_pull| size_rank(&pagerank(), &share(ranks), true, budget, &options, may_pull);
+        // The least budget (in MiB) at which four pushing ranks keep their lists resident.
+        let resident = (1u64..4096).map(|mib| mib << 20).find(|&b| size(4, b, false).resident()).unwrap();
+        let pushing = size(4, resident, true);
+        assert!(!pushing.pulls, "offers of 4 · 2^20 vertices do not fit beside the lists");
+        assert_eq!(pushing.reads, ListsRead { out: true, inn: false });
+        let offers = super::super::pull::offers_bytes(4, 1 << 20, 1 << 20, 8);
+        assert_eq!(offers, (4 + 8 * 4 + 8 * 2) << 20, "slots, one offer per vertex of the job, one exchange");
+        let pulling = size(4, resident + 2 * offers, true);
+        assert!(pulling.pulls && pulling.resident());
+        assert_eq!(pulling.reads, ListsRead { out: false, inn: true }, "a pulling rank reads its in-lists");
+        assert!(!size(4, resident + 2 * offers, false).pulls, "ranks that do not all pull push");
+        assert!(size(1, resident + 2 * offers, true).pulls, "one rank holds offers of its own vertices only");
     }
 }
