@@ -93,17 +93,8 @@ impl ResidentColumn {
         }
     }
 
-    /// Fails with a name not below `bound`, if any.
-    pub fn check_below(&self, bound: u64) -> std::result::Result<(), u64> {
-        let beyond = |n: u64| (n >= bound).then_some(n);
-        match self.narrow.par_iter().find_map_any(|&n| beyond(n as u64)) {
-            Some(name) => Err(name),
-            None => self.wide.par_iter().find_map_any(|&n| beyond(n)).map_or(Ok(()), Err),
-        }
-    }
-
-    /// Replaces every name `n` by `table[n]`, on all cores. Fails with a name beyond the table,
-    /// leaving the column partly renamed.
+    /// Replaces every name `n` by `table[n]`, on all cores. Fails with a name beyond the table
+    /// or whose entry is `u32::MAX` (no such vertex), leaving the column partly renamed.
     pub fn rename_by(&mut self, table: &[u32]) -> std::result::Result<(), u64> {
         rename_names(&mut self.narrow, table)?;
         rename_names(&mut self.wide, table)
@@ -127,7 +118,10 @@ where
                 prefetch(table.as_ptr().wrapping_add(later.into() as usize));
             }
             let name: u64 = names[i].into();
-            names[i] = N::from(*table.get(name as usize).ok_or(name)?);
+            match table.get(name as usize) {
+                Some(&renamed) if renamed != u32::MAX => names[i] = N::from(renamed),
+                _ => return Err(name),
+            }
         }
         Ok(())
     })
@@ -376,5 +370,9 @@ mod tests {
 
         let mut corrupt = column(vec![3, 1000, 5], Vec::new());
         assert_eq!(corrupt.rename_by(&table), Err(1000), "a name beyond the table is reported");
+        let mut holes = table.clone();
+        holes[5] = u32::MAX;
+        let mut corrupt = column(vec![3, 4, 5], Vec::new());
+        assert_eq!(corrupt.rename_by(&holes), Err(5), "a name without a vertex is reported");
     }
 }

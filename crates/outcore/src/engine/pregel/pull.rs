@@ -21,12 +21,12 @@
 //!
 //! **Several ranks** (W > 1) pull too, each over its own targets' in-lists, which name sources
 //! of every rank: after its waves each rank sends its offers to all the others
-//! ([`Offers::exchange`], an all-gather of one message per vertex), so every rank holds a copy
-//! of every vertex's offer — Pregel+'s mirrors, for all vertices at once. A slot is then a
-//! recoded name (W·pos + rank), which the in-lists already hold: nothing is renamed, and a rank
-//! holds W·(largest rank's vertices) offers, O(|V|) rather than GraphD's O(|V|/W), which is why
-//! the rank pulls only when its budget holds them ([`super::sizing::size_rank`]) and all
-//! ranks agree; otherwise it pushes through A_s and the message files. At W = 2 on RMAT-22 a
+//! ([`Offers::exchange`], one message per vertex), so every rank holds a copy of every
+//! vertex's offer — Pregel+'s mirrors, for all vertices at once. The ranks exchange their
+//! out-degrees once, so that every rank slots all the job's vertices alike. A rank then holds
+//! one offer and one slot per vertex of the job, O(|V|) rather than GraphD's O(|V|/W), which
+//! is why it pulls only when its budget holds them ([`super::sizing::size_rank`]) and all
+//! ranks agree; otherwise they push through A_s and the message files. At W = 2 on RMAT-22 a
 //! pushed step wrote and read back 249 MiB of message files per rank.
 
 use std::ops::Range;
@@ -57,16 +57,16 @@ type PullJob<'a, M> = (Range<usize>, Range<usize>, &'a mut [Option<M>]);
 type PullChunks = Vec<(Range<usize>, Range<usize>)>;
 
 /// Bytes of the offers of a rank of `n` positions in a job of `ranks` ranks whose largest rank
-/// has `max_n`, of messages of `msg_bytes`: a slot of each position, a value per slot, and
+/// has `max_n`, of messages of `msg_bytes`: the slot of each name and a value per slot, and
 /// at W > 1 the offers sent and those received from one rank ([`Offers::exchange`]).
 pub fn offers_bytes(ranks: u64, n: u64, max_n: u64, msg_bytes: u64) -> u64 {
     let exchanged = if ranks > 1 { (n + max_n) * msg_bytes } else { 0 };
-    4 * n + msg_bytes * slots(ranks, n, max_n) + exchanged
+    (4 + msg_bytes) * names(ranks, n, max_n) + exchanged
 }
 
-/// Slots of the offers: one per position of a single rank, one per name of every rank's
-/// vertices otherwise.
-fn slots(ranks: u64, n: u64, max_n: u64) -> u64 {
+/// Recoded names up to the last vertex's: W·(largest rank's vertices), the positions of a
+/// single rank.
+fn names(ranks: u64, n: u64, max_n: u64) -> u64 {
     if ranks == 1 {
         n
     } else {
@@ -74,60 +74,67 @@ fn slots(ranks: u64, n: u64, max_n: u64) -> u64 {
     }
 }
 
-/// Whether a rank of `n` positions, whose largest rank has `max_n`, can pull (slots are 4
-/// bytes).
+/// Whether a rank of `n` positions, whose largest rank has `max_n`, can pull (names and slots
+/// are 4 bytes, `u32::MAX` marking a name without a vertex).
 pub fn fits(ranks: u64, n: u64, max_n: u64) -> bool {
-    slots(ranks, n, max_n) <= u32::MAX as u64
+    names(ranks, n, max_n) < u32::MAX as u64
 }
 
-/// The message each position offers this step, by slot.
+/// The message each vertex of the job offers this step, by slot.
 pub struct Offers<M> {
-    /// By slot: a position's slot is its rank by out-degree; the identity where no offer.
+    /// By slot: a vertex's slot is its rank by out-degree among all the job's vertices; the
+    /// identity where no offer.
     values: Vec<M>,
     identity: M,
-    /// The slot of each position.
-    slot_of: Vec<u32>,
+    /// The slot of each recoded name W·pos + rank (`u32::MAX` where no vertex has the name).
+    slot_of_name: Vec<u32>,
+    /// Vertices of each rank.
+    counts: Vec<usize>,
     /// The chunks of the pull, once cut.
     chunks: Option<PullChunks>,
     /// Some position offered this step (a step that offered nothing, such as the last one
     /// of a run with a fixed number of iterations, folds nothing).
     offered: bool,
-    /// Ranks of the job, and this one (W > 1: slots are recoded names).
+    /// Ranks of the job, and this one.
     ranks: usize,
     rank: usize,
 }
 
 impl<M: Wire + Clone + Send + Sync> Offers<M> {
-    /// No offer yet, for the positions of `vertices`, this rank's in a job of `ranks` whose
-    /// largest rank has `max_n` vertices: slotted by out-degree at W = 1, by recoded name
-    /// (W·pos + rank) otherwise.
-    pub fn new(vertices: &[VertexRecord], identity: M, ranks: usize, rank: usize, max_n: usize) -> Offers<M> {
-        if ranks > 1 {
-            let slot_of = (0..vertices.len()).map(|pos| (ranks * pos + rank) as u32).collect();
-            let values = vec![identity.clone(); ranks * max_n];
-            return Offers { values, identity, slot_of, chunks: None, offered: false, ranks, rank };
+    /// No offer yet, for the vertices of every rank (this rank's are `vertices`), slotted by
+    /// descending out-degree then recoded name: the ranks send each other their out-degrees
+    /// (a collective: every rank calls it), so every rank slots every vertex alike.
+    pub fn new(vertices: &[VertexRecord], identity: M, t: &dyn Transport) -> Result<Offers<M>> {
+        let (ranks, rank) = (t.ranks(), t.rank());
+        let degrees = vertices.iter().flat_map(|v| (v.out_degree.min(u32::MAX as u64) as u32).to_le_bytes()).collect();
+        let all = if ranks == 1 { vec![degrees] } else { t.all_gather(degrees)? };
+        let counts: Vec<usize> = all.iter().map(|degrees| degrees.len() / 4).collect();
+        if let Some(from) = all.iter().position(|degrees| degrees.len() % 4 != 0) {
+            return Err(Error::Remote { rank: Some(from), message: "malformed out-degrees".into() });
         }
-        let n = vertices.len();
-        // Descending out-degree (capped below 2^32), then position: one u64 key per position.
-        let mut by_degree: Vec<u64> = vertices
-            .par_iter()
-            .enumerate()
-            .map(|(pos, v)| (u32::MAX as u64 - v.out_degree.min(u32::MAX as u64)) << 32 | pos as u64)
-            .collect();
-        by_degree.par_sort_unstable();
-        let mut slot_of = vec![0u32; n];
-        by_degree.iter().enumerate().for_each(|(slot, &key)| slot_of[key as u32 as usize] = slot as u32);
-        Offers { values: vec![identity.clone(); n], identity, slot_of, chunks: None, offered: false, ranks: 1, rank: 0 }
+        // Descending out-degree, then name: one u64 key per vertex.
+        let mut keys: Vec<u64> = Vec::with_capacity(counts.iter().sum());
+        for (from, degrees) in all.iter().enumerate() {
+            let degree = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes")) as u64;
+            let key = |(pos, bytes)| (u32::MAX as u64 - degree(bytes)) << 32 | (ranks * pos + from) as u64;
+            keys.extend(degrees.chunks_exact(4).enumerate().map(key));
+        }
+        keys.par_sort_unstable();
+        let mut slot_of_name = vec![u32::MAX; ranks * counts.iter().copied().max().unwrap_or(0)];
+        keys.iter().enumerate().for_each(|(slot, &key)| slot_of_name[key as u32 as usize] = slot as u32);
+        let values = vec![identity.clone(); keys.len()];
+        Ok(Offers { values, identity, slot_of_name, counts, chunks: None, offered: false, ranks, rank })
     }
 
-    /// Makes freshly read `lists` name slots instead of positions (at W > 1 their recoded names
-    /// are the slots already). Fails with a name beyond the slots, if any (a corrupt partition
-    /// is an error, not a panic).
+    /// The slot of this rank's position `pos`.
+    fn slot(&self, pos: usize) -> usize {
+        self.slot_of_name[self.ranks * pos + self.rank] as usize
+    }
+
+    /// Makes freshly read `lists` name slots instead of recoded names. Fails with a name no
+    /// vertex has, if any (a corrupt partition is an error, not a panic).
     pub fn renumber(&self, lists: &mut ResidentColumn) -> std::result::Result<(), u64> {
-        if self.ranks > 1 {
-            return lists.check_below(self.values.len() as u64);
-        }
-        lists.rename_by(&self.slot_of)
+        lists.rename_by(&self.slot_of_name)
     }
 
     /// Sends this rank's offers to every other rank and takes theirs, so that every slot holds
@@ -135,9 +142,9 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     /// and the steps are parted by a barrier). Some rank offered if any did.
     pub fn exchange(&mut self, t: &dyn Transport) -> Result<()> {
         let (ranks, rank) = (self.ranks, self.rank);
-        let mut mine = Vec::with_capacity(1 + self.slot_of.len() * M::BYTES);
+        let mut mine = Vec::with_capacity(1 + self.counts[rank] * M::BYTES);
         mine.push(self.offered as u8);
-        self.slot_of.iter().for_each(|&slot| self.values[slot as usize].put(&mut mine));
+        (0..self.counts[rank]).for_each(|pos| self.values[self.slot(pos)].put(&mut mine));
         let others: Vec<usize> = (0..ranks).filter(|&to| to != rank).collect();
         for (k, &to) in others.iter().enumerate() {
             let payload = if k + 1 == others.len() { std::mem::take(&mut mine) } else { mine.clone() };
@@ -148,12 +155,13 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
             let from = envelope.from;
             let malformed = || Error::Remote { rank: Some(from), message: "malformed offers".into() };
             let (&offered, offers) = envelope.payload.split_first().ok_or_else(malformed)?;
-            if from == rank || offers.len() % M::BYTES != 0 || ranks * (offers.len() / M::BYTES) > self.values.len() {
+            if from == rank || offers.len() != self.counts[from] * M::BYTES {
                 return Err(malformed());
             }
             self.offered |= offered == 1;
             for (pos, bytes) in offers.chunks_exact(M::BYTES).enumerate() {
-                self.values[ranks * pos + from] = M::get(bytes);
+                let slot = self.slot_of_name[ranks * pos + from] as usize;
+                self.values[slot] = M::get(bytes);
             }
         }
         Ok(())
@@ -161,7 +169,8 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
 
     /// Position `pos` sends `msg` along all its out-arcs this step.
     pub fn offer(&mut self, pos: usize, msg: M) {
-        self.values[self.slot_of[pos] as usize] = msg;
+        let slot = self.slot(pos);
+        self.values[slot] = msg;
         self.offered = true;
     }
 

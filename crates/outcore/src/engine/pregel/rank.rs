@@ -664,7 +664,7 @@ fn compute_unit<S: StepProgram>(
     resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
 ) -> Result<usize> {
     let checks = unit.load_checks()?;
-    let mut state = unit.start_state(values, resumed);
+    let mut state = unit.start_state(values, resumed)?;
     let mut resident: Option<ResidentEdges> = None;
     let bar = unit.runner.progress().start("supersteps (pregel)", None, ProgressUnit::Iterations);
     for step in state.first_step.. {
@@ -724,8 +724,12 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         &self,
         values: &mut [S::Value],
         resumed: Option<checkpoint::Saved<S::Value, S::Msg>>,
-    ) -> LoopState<S> {
+    ) -> Result<LoopState<S>> {
         let n = self.vertices.len();
+        let offers = match self.program.dense_uniform_identity().filter(|_| self.sizing.pulls) {
+            Some(identity) => Some(Offers::new(self.vertices, identity, self.settings.transport)?),
+            None => None,
+        };
         let mut state = LoopState {
             halted: vec![false; n],
             previous: Totals::new(self.program.aggregate_width()),
@@ -737,10 +741,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             inbox: WaveInbox { msgs: Vec::new(), ends: Vec::new() },
             emptied: Vec::new(),
             sinks: Vec::new(),
-            offers: self.program.dense_uniform_identity().filter(|_| self.sizing.pulls).map(|id| {
-                let t = self.settings.transport;
-                Offers::new(self.vertices, id, t.ranks(), t.rank(), self.share.max_vertices as usize)
-            }),
+            offers,
         };
         if let Some(saved) = resumed {
             values.clone_from_slice(&saved.values);
@@ -751,7 +752,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
             let resumed_at = state.first_step as u64;
             self.runner.record_figures(|figures| figures.pregel_resumed_at_superstep = Some(resumed_at));
         }
-        state
+        Ok(state)
     }
 
     /// Opens S^E (and S^I) for one pass, when the program reads them (and `streamed`: resident
@@ -885,8 +886,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         };
         offers.renumber(column).map_err(|name| {
             let file = self.rank_dir.join(self.sizing.reads.pulled_file());
-            let n = self.vertices.len();
-            Error::store(&file, format!("names vertex {name}, beyond the rank's {n} vertices"))
+            Error::store(&file, format!("names vertex {name}, which no vertex of the partition has"))
         })
     }
 

@@ -318,7 +318,7 @@ mod tests {
         assert!(!pushing.pulls, "offers of 4 · 2^20 vertices do not fit beside the lists");
         assert_eq!(pushing.reads, ListsRead { out: true, inn: false });
         let offers = super::super::pull::offers_bytes(4, 1 << 20, 1 << 20, 8);
-        assert_eq!(offers, (4 + 8 * 4 + 8 * 2) << 20, "slots, one offer per vertex of the job, one exchange");
+        assert_eq!(offers, ((4 + 8) * 4 + 8 * 2) << 20, "a slot and an offer per vertex of the job, one exchange");
         let pulling = size(4, resident + 2 * offers, true);
         assert!(pulling.pulls && pulling.resident());
         assert_eq!(pulling.reads, ListsRead { out: false, inn: true }, "a pulling rank reads its in-lists");
