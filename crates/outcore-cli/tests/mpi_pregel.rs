@@ -137,6 +137,14 @@ fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
                 assert_eq!(stats["engine"], "pregel", "{what}");
                 assert_eq!(stats["pregel"]["ranks"], ranks, "{what}");
                 assert_eq!(stats["pregel"]["per_rank"].as_array().unwrap().len(), ranks, "{what}");
+                if algorithm == "pr" {
+                    // Recoded ranks pull PageRank over offers they exchange: no message file.
+                    let steps = stats["per_iteration"].as_array().unwrap();
+                    assert_eq!(steps.iter().all(|step| step["delivery"] == "pull"), recode, "{what}");
+                    let per_rank = stats["pregel"]["per_rank"].as_array().unwrap();
+                    let files: u64 = per_rank.iter().map(|r| r["message_files_sent"].as_u64().unwrap()).sum();
+                    assert_eq!(files == 0, recode, "{what}: {files} message files");
+                }
             }
         }
     }
