@@ -4,6 +4,7 @@
 #   cache  bfs / sssp / wcc   vs stream        (512 MiB cgroup v1, --memory 384MiB)
 #   shards pr x20 / wcc       vs old shards    (1 GiB cgroup v1, --memory 768MiB)
 #   pregel pr x10, W = 1      vs stream        (--memory 1GiB, recoded partitions)
+#   pregel pr x10, W = 2      vs W = 1         (mpirun -n 2, when MPI_BINARY is set)
 # Every run is cold (page cache dropped), binaries alternate, medians of ROUNDS for runs under
 # a minute (one run otherwise, as the issue says). Prints wall, iteration seconds, MiB read and
 # written, peak RSS, and the ratio each case is judged by.
@@ -12,7 +13,8 @@
 #   OLD_STORE is a store the old binary opens (e.g. imported by it), NEW_STORE the same graph
 #   imported by this checkout; for cache both should be norder-ordered (`import --order norder`).
 #   Needs root (cgroups, drop_caches). SKIP_BUILD=1 uses target/release/outcore as is.
-#   CASES (default "cache shards pregel") picks the groups.
+#   CASES (default "cache shards pregel") picks the groups. MPI_BINARY: a build of this checkout
+#   with `--features mpi`, timed under `mpirun -n 2` against itself alone (W = 1).
 set -euo pipefail
 OLD=$1 OLD_STORE=$2 NEW_STORE=$3 ROUNDS=${4:-3}
 CASES=${CASES:-cache shards pregel}
@@ -132,4 +134,14 @@ if [[ " $CASES " == *" pregel "* ]]; then
     cmp "pr x10" "$ROUNDS" "$b ${!s} 8G 1GiB pregel pr --iterations 10 --recode" \
       "$b ${!s} 8G 1GiB stream pr --iterations 10"
   done
+  if [ -n "${MPI_BINARY:-}" ]; then
+    echo "pregel W = 2 (mpirun -n 2, recoded, its launch included) against W = 1 (ratio: W = 2 wall / W = 1 wall)"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    printf '#!/bin/sh\nexec mpirun -n 2 %s "$@"\n' "$MPI_BINARY" > "$WORK/mpirun2"
+    chmod +x "$WORK/mpirun2"
+    "$WORK/mpirun2" partition --store "$NEW_STORE" --ranks 2 --recode --memory 1GiB --quiet
+    header "NEW: case (W = 2 | W = 1)" "W2/W1"
+    cmp "pr x10" "$ROUNDS" "$WORK/mpirun2 $NEW_STORE 8G 1GiB pregel pr --iterations 10 --recode" \
+      "$MPI_BINARY $NEW_STORE 8G 1GiB pregel pr --iterations 10 --recode"
+  fi
 fi
