@@ -1,10 +1,10 @@
-//! A single rank pulls uniform messages instead of pushing them (issue 16: pregel PageRank at
+//! Recoded ranks pull uniform messages instead of pushing them (issue 16: pregel PageRank at
 //! W = 1 spent three quarters of its time bucketing 65 M messages and folding them into their
 //! targets' slots, 3× the time of `stream`).
 //!
 //! When every awake vertex sends one message along all its out-arcs, every step, and the
 //! program's combiner has an identity ([`StepProgram::dense_uniform_identity`]: PageRank,
-//! Katz, unweighted eigenvector), a vertex only *offers* its message: one slot per position in
+//! Katz, unweighted eigenvector), a vertex only *offers* its message: one slot per vertex in
 //! [`Offers`]. After the step's last wave each target folds the offers of its in-neighbours,
 //! reading its resident in-list (the out-lists are not needed at all), into the array of
 //! messages to the rank's own vertices — what push would have folded there, as Pregel+'s
