@@ -59,25 +59,16 @@ type PullChunks = Vec<(Range<usize>, Range<usize>)>;
 /// Bytes of the offers of a rank of `n` positions in a job of `ranks` ranks whose largest rank
 /// has `max_n`, of messages of `msg_bytes`: the slot of each name and a value per slot, and
 /// at W > 1 the offers sent and those received from one rank ([`Offers::exchange`]).
+/// (Recoded names run up to W·`max_n`, the positions of a single rank.)
 pub fn offers_bytes(ranks: u64, n: u64, max_n: u64, msg_bytes: u64) -> u64 {
     let exchanged = if ranks > 1 { (n + max_n) * msg_bytes } else { 0 };
-    (4 + msg_bytes) * names(ranks, n, max_n) + exchanged
+    (4 + msg_bytes) * ranks * max_n + exchanged
 }
 
-/// Recoded names up to the last vertex's: W·(largest rank's vertices), the positions of a
-/// single rank.
-fn names(ranks: u64, n: u64, max_n: u64) -> u64 {
-    if ranks == 1 {
-        n
-    } else {
-        ranks * max_n
-    }
-}
-
-/// Whether a rank of `n` positions, whose largest rank has `max_n`, can pull (names and slots
-/// are 4 bytes, `u32::MAX` marking a name without a vertex).
-pub fn fits(ranks: u64, n: u64, max_n: u64) -> bool {
-    names(ranks, n, max_n) < u32::MAX as u64
+/// Whether the ranks of a job whose largest rank has `max_n` vertices can pull (names and
+/// slots are 4 bytes, `u32::MAX` marking a name without a vertex).
+pub fn fits(ranks: u64, max_n: u64) -> bool {
+    ranks * max_n < u32::MAX as u64
 }
 
 /// The message each vertex of the job offers this step, by slot.
@@ -126,9 +117,9 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         Ok(Offers { values, identity, slot_of_name, counts, chunks: None, offered: false, ranks, rank })
     }
 
-    /// The slot of this rank's position `pos`.
-    fn slot(&self, pos: usize) -> usize {
-        self.slot_of_name[self.ranks * pos + self.rank] as usize
+    /// The slot of position `pos` of rank `rank`.
+    fn slot(&self, rank: usize, pos: usize) -> usize {
+        self.slot_of_name[self.ranks * pos + rank] as usize
     }
 
     /// Makes freshly read `lists` name slots instead of recoded names. Fails with a name no
@@ -138,13 +129,17 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     }
 
     /// Sends this rank's offers to every other rank and takes theirs, so that every slot holds
-    /// its vertex's offer wherever the vertex lives (W > 1; every rank calls it once a step,
-    /// and the steps are parted by a barrier). Some rank offered if any did.
+    /// its vertex's offer wherever the vertex lives (every rank calls it once a step, and the
+    /// steps are parted by a barrier; a single rank has nothing to exchange). Some rank
+    /// offered if any did.
     pub fn exchange(&mut self, t: &dyn Transport) -> Result<()> {
         let (ranks, rank) = (self.ranks, self.rank);
+        if ranks == 1 {
+            return Ok(());
+        }
         let mut mine = Vec::with_capacity(1 + self.counts[rank] * M::BYTES);
         mine.push(self.offered as u8);
-        (0..self.counts[rank]).for_each(|pos| self.values[self.slot(pos)].put(&mut mine));
+        (0..self.counts[rank]).for_each(|pos| self.values[self.slot(rank, pos)].put(&mut mine));
         let others: Vec<usize> = (0..ranks).filter(|&to| to != rank).collect();
         for (k, &to) in others.iter().enumerate() {
             let payload = if k + 1 == others.len() { std::mem::take(&mut mine) } else { mine.clone() };
@@ -160,7 +155,7 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
             }
             self.offered |= offered == 1;
             for (pos, bytes) in offers.chunks_exact(M::BYTES).enumerate() {
-                let slot = self.slot_of_name[ranks * pos + from] as usize;
+                let slot = self.slot(from, pos);
                 self.values[slot] = M::get(bytes);
             }
         }
@@ -169,7 +164,7 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
 
     /// Position `pos` sends `msg` along all its out-arcs this step.
     pub fn offer(&mut self, pos: usize, msg: M) {
-        let slot = self.slot(pos);
+        let slot = self.slot(self.rank, pos);
         self.values[slot] = msg;
         self.offered = true;
     }

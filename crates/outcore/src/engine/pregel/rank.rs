@@ -837,9 +837,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         }
         arrived.check_drained(self.rank())?;
         if let (Some(offers), Some(column)) = (state.offers.as_mut(), resident.and_then(|e| self.pulled_lists(e))) {
-            if self.settings.transport.ranks() > 1 {
-                offers.exchange(self.settings.transport)?;
-            }
+            offers.exchange(self.settings.transport)?;
             let reads = self.sizing.reads;
             edges_read += offers.pull_into(program, column, self.vertices, |v| reads.degree(v), &mut state.local);
         }

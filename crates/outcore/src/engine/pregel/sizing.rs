@@ -186,11 +186,8 @@ pub(crate) fn size_rank(
     let (ranks, n, max_n) = (share.ranks as u64, share.vertices, share.max_vertices);
     let offers = super::pull::offers_bytes(ranks, n, max_n, needs.msg_bytes);
     let pulling = sized(arrays + offers, ListsRead::pulled(share.directed));
-    let pulls = may_pull
-        && in_memory_combine
-        && needs.dense_uniform
-        && super::pull::fits(ranks, n, max_n)
-        && pulling.resident > 0;
+    let pulls =
+        may_pull && in_memory_combine && needs.dense_uniform && super::pull::fits(ranks, max_n) && pulling.resident > 0;
     let (memory, reads) =
         if pulls { (pulling, ListsRead::pulled(share.directed)) } else { (sized(arrays, needs.reads), needs.reads) };
     RankSizing { memory, message_file_size: b, in_memory_combine, pulls, reads, narrow }
