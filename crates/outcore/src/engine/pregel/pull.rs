@@ -103,17 +103,8 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
         if let Some(from) = all.iter().position(|degrees| degrees.len() % 4 != 0) {
             return Err(Error::Remote { rank: Some(from), message: "malformed out-degrees".into() });
         }
-        // Descending out-degree, then name: one u64 key per vertex.
-        let mut keys: Vec<u64> = Vec::with_capacity(counts.iter().sum());
-        for (from, degrees) in all.iter().enumerate() {
-            let degree = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes")) as u64;
-            let key = |(pos, bytes)| (u32::MAX as u64 - degree(bytes)) << 32 | (ranks * pos + from) as u64;
-            keys.extend(degrees.chunks_exact(4).enumerate().map(key));
-        }
-        keys.par_sort_unstable();
-        let mut slot_of_name = vec![u32::MAX; ranks * counts.iter().copied().max().unwrap_or(0)];
-        keys.iter().enumerate().for_each(|(slot, &key)| slot_of_name[key as u32 as usize] = slot as u32);
-        let values = vec![identity.clone(); keys.len()];
+        let slot_of_name = slots_by_degree(&all, &counts, ranks);
+        let values = vec![identity.clone(); counts.iter().sum()];
         Ok(Offers { values, identity, slot_of_name, counts, chunks: None, offered: false, ranks, rank })
     }
 
@@ -249,6 +240,41 @@ impl<M: Wire + Clone + Send + Sync> Offers<M> {
     }
 }
 
+/// The slot of each recoded name W·pos + rank of a job whose ranks' out-degrees are `all` (4
+/// bytes each, by position; `counts` of them): the job's vertices by descending out-degree,
+/// then by name, `u32::MAX` where no vertex has the name. A counting sort, linear in the
+/// vertices; its 4 bytes per vertex live before the offers' values are made, within what
+/// [`offers_bytes`] charges for them. A degree above the number of
+/// vertices (a multigraph's hub) counts as that number, such hubs keeping name order among
+/// themselves — any order alike on every rank would do, this one keeps hot offers together.
+fn slots_by_degree(all: &[Vec<u8>], counts: &[usize], ranks: usize) -> Vec<u32> {
+    let total: usize = counts.iter().sum();
+    let max_n = counts.iter().copied().max().unwrap_or(0);
+    let degree = |from: usize, pos: usize| {
+        let bytes = all[from][4 * pos..4 * pos + 4].try_into().expect("4 bytes");
+        (u32::from_le_bytes(bytes) as usize).min(total)
+    };
+    // Vertices of each degree, then the first slot of each: the highest degree first.
+    let mut first_slot = vec![0u32; total + 1];
+    for (from, &count) in counts.iter().enumerate() {
+        (0..count).for_each(|pos| first_slot[degree(from, pos)] += 1);
+    }
+    let mut slots_before = 0u32;
+    for first in first_slot.iter_mut().rev() {
+        (*first, slots_before) = (slots_before, slots_before + *first);
+    }
+    // Names in ascending order (W·pos + rank) take the next slot of their degree.
+    let mut slot_of_name = vec![u32::MAX; ranks * max_n];
+    for pos in 0..max_n {
+        for from in (0..ranks).filter(|&from| pos < counts[from]) {
+            let first = &mut first_slot[degree(from, pos)];
+            slot_of_name[ranks * pos + from] = *first;
+            *first += 1;
+        }
+    }
+    slot_of_name
+}
+
 /// Cuts the targets into chunks of about equal in-arcs, a few per thread, each with the range
 /// of its lists' arcs.
 fn cut(vertices: &[VertexRecord], in_degree: impl Fn(&VertexRecord) -> u64) -> PullChunks {
@@ -261,4 +287,45 @@ fn cut(vertices: &[VertexRecord], in_degree: impl Fn(&VertexRecord) -> u64) -> P
         (targets, arc - arcs..arc)
     };
     ranges.into_iter().map(with_arcs).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slots the counting sort gives equal a sort of (descending clamped degree, name),
+    /// for one to four ranks of uneven sizes, hubs above the vertex count included.
+    #[test]
+    fn slots_follow_descending_degree_then_name_on_every_rank_alike() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for ranks in 1..=4usize {
+            let counts: Vec<usize> = (0..ranks).map(|_| next(40) as usize).collect();
+            let total: usize = counts.iter().sum();
+            let all: Vec<Vec<u8>> = counts
+                .iter()
+                .map(|&count| {
+                    let degree = |_| if next(10) == 0 { next(u32::MAX as u64) as u32 } else { next(6) as u32 };
+                    (0..count).map(degree).flat_map(u32::to_le_bytes).collect()
+                })
+                .collect();
+            let mut keys: Vec<(usize, usize)> = Vec::new();
+            for (from, degrees) in all.iter().enumerate() {
+                for (pos, bytes) in degrees.chunks_exact(4).enumerate() {
+                    let degree = (u32::from_le_bytes(bytes.try_into().unwrap()) as usize).min(total);
+                    keys.push((total - degree, ranks * pos + from));
+                }
+            }
+            keys.sort_unstable();
+            let max_n = counts.iter().copied().max().unwrap_or(0);
+            let mut expected = vec![u32::MAX; ranks * max_n];
+            keys.iter().enumerate().for_each(|(slot, &(_, name))| expected[name] = slot as u32);
+            assert_eq!(slots_by_degree(&all, &counts, ranks), expected, "ranks {ranks}, counts {counts:?}");
+        }
+    }
 }
