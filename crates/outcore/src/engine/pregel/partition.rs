@@ -137,8 +137,14 @@ impl PartitionInfo {
 
     /// Bytes of one arc in an edge stream.
     pub fn arc_bytes(&self) -> u64 {
-        self.name_bytes() + if self.weighted { 8 } else { 0 }
+        arc_bytes(self.recoded(), self.ranks, self.vertices, self.weighted)
     }
+}
+
+/// Bytes of one arc in the edge streams of such a partition: its name, and its weight when
+/// `weighted`.
+pub fn arc_bytes(recoded: bool, ranks: usize, vertices: u64, weighted: bool) -> u64 {
+    name_bytes(recoded, ranks, vertices) + if weighted { 8 } else { 0 }
 }
 
 /// Bytes of a name in the edge streams of a partition into `ranks` ranks of a store of

@@ -41,7 +41,7 @@ impl Engine for PregelEngine {
         let mut plan = Plan::new(self.kind(), &work).with_parts(sizing.parts().to_vec()).check_budget(ctx.budget);
         // The vertex file once; the lists read every step, or once when resident.
         let (out_arcs, in_arcs) = sizing.arcs(&share);
-        let arc_bytes = partition::name_bytes(recoded, ranks, graph.vertices) + 8 * graph.weighted as u64;
+        let arc_bytes = partition::arc_bytes(recoded, ranks, graph.vertices, graph.weighted);
         let list_bytes = (out_arcs + in_arcs) * arc_bytes;
         let steps_reading = if sizing.resident() {
             1.0
@@ -58,7 +58,7 @@ impl Engine for PregelEngine {
         let name = partition::layout_name(ranks, recoded);
         if !graph.layouts.contains(&name) {
             plan.builds = Some(name);
-            let lists = graph.arcs * (1 + graph.directed as u64) * (8 + 8 * graph.weighted as u64);
+            let lists = graph.arcs * (1 + graph.directed as u64) * arc_bytes;
             build = ctx.model.build(lists + graph.vertices * VERTEX_RECORD_BYTES, graph.arcs);
         }
         let rate = if sizing.pulls { ctx.model.rates.pregel_pull } else { ctx.model.rates.pregel };
