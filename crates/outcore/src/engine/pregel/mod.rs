@@ -46,6 +46,7 @@
 //! an empty vector (the front ends write results on rank 0 only).
 
 mod checkpoint;
+mod compute;
 mod lists;
 mod parallel;
 pub mod partition;
@@ -55,6 +56,7 @@ mod rank;
 mod recode;
 mod sizing;
 mod streams;
+mod units;
 
 use crate::engine::Runner;
 use crate::error::Result;
