@@ -152,6 +152,29 @@ impl CsrLayout {
         check_ids(self.targets.path(), out, self.vertices)
     }
 
+    /// Reads the targets of edges `[first, first + count)` as stored (4 or 8 little-endian
+    /// bytes each) into `out` (resized), verified against the block checksums and checked to
+    /// be vertex ids of the graph.
+    pub fn read_encoded_targets(&self, first: u64, count: u64, out: &mut Vec<u8>) -> Result<()> {
+        out.resize((count * self.target_bytes) as usize, 0);
+        self.targets.read_exact_at(out, first * self.target_bytes)?;
+        check_encoded_ids(self.targets.path(), out, self.target_bytes, self.vertices)
+    }
+
+    /// The whole targets file as stored (`arcs × target_bytes` bytes, nothing beside it), read
+    /// in 1 MiB pieces on all threads, each verified and checked as
+    /// [`read_encoded_targets`](Self::read_encoded_targets) checks.
+    pub fn read_all_encoded_targets(&self) -> Result<Vec<u8>> {
+        use rayon::prelude::*;
+        const PIECE_BYTES: usize = 1 << 20;
+        let mut all = vec![0u8; (self.arcs * self.target_bytes) as usize];
+        all.par_chunks_mut(PIECE_BYTES).enumerate().try_for_each(|(i, piece)| {
+            self.targets.read_exact_at(piece, (i * PIECE_BYTES) as u64)?;
+            check_encoded_ids(self.targets.path(), piece, self.target_bytes, self.vertices)
+        })?;
+        Ok(all)
+    }
+
     /// Reads the weights of edges `[first, first + count)` into `out` (cleared first); the
     /// layout must be weighted.
     pub fn read_weights(&self, first: u64, count: u64, out: &mut Vec<f64>) -> Result<()> {

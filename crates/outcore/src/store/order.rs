@@ -179,20 +179,10 @@ struct RandomAccessLists {
 
 impl RandomAccessLists {
     fn open(store: &Store, direction: Direction, allow_memory_bytes: u64) -> Result<RandomAccessLists> {
-        const PIECE_BYTES: usize = 1 << 20;
         let layout = store.csr(direction)?;
         let offsets = read_all_offsets(&layout)?;
         let bytes = layout.arcs * layout.target_bytes;
-        let in_memory = if bytes <= allow_memory_bytes {
-            let mut all = vec![0u8; bytes as usize];
-            for (i, piece) in all.chunks_mut(PIECE_BYTES).enumerate() {
-                layout.targets.read_exact_at(piece, (i * PIECE_BYTES) as u64)?;
-            }
-            super::csr::check_encoded_ids(layout.targets.path(), &all, layout.target_bytes, layout.vertices)?;
-            Some(all)
-        } else {
-            None
-        };
+        let in_memory = if bytes <= allow_memory_bytes { Some(layout.read_all_encoded_targets()?) } else { None };
         Ok(RandomAccessLists { layout, offsets, in_memory })
     }
 
