@@ -25,14 +25,18 @@
 //! lists of pre-selected vertices of `csr-out`, fixed for the run. A vertex found there is
 //! scattered without any page lookup, from all threads before the page pipeline runs
 //! (`parts.rs`). The selection (`selection.rs`: GVS, HighD, LowD,
-//! Random) is computed once per store, page size and size, saved in the store and reused.
+//! Random) is computed once per store, page size and size, saved in the store and reused. GVS
+//! reads every list in each of its K rounds: when the memory it is lent holds the whole
+//! `csr-out` targets file, it reads the file once and keeps it, and the static cache then takes
+//! its lists from that copy, so a first run reads the adjacency once before its iterations.
 //!
 //! **Memory.** From `--memory` the engine first reserves `state_bytes_per_vertex` (64 by
 //! default) per vertex for program and algorithm state, then the offsets of the layouts (8
 //! bytes per vertex each) and the page table; what remains is the cache, split between static
 //! cache and page-cache frames ([`MemoryPlan`]: the planner's parts, and the engine's charges to
-//! the run's ledger, held while the engine lives; the selection's working memory is charged
-//! while it runs, before the vertex state and the caches exist). Caches live in the [`Runner`] and persist across the program
+//! the run's ledger, held while the engine lives; the selection's working memory, resident
+//! lists included, is charged while it runs and until the static cache is filled, before the
+//! vertex state and the caches exist). Caches live in the [`Runner`] and persist across the program
 //! runs of one algorithm (diameter sweeps, the phases of betweenness), as a graph engine's
 //! caches do.
 //!
@@ -59,7 +63,7 @@ pub use selection::SelectionMethod;
 use self::page_cache::PageCache;
 use self::parts::{ListRun, Parallel, Parts, ScatterContext, Serial, Sink};
 use self::requests::{merge_requests, perform, PagedFile, ReadJob, MAX_PAGES_PER_REQUEST};
-use self::selection::{chunk_edges_within, select, working_bytes, SelectionInput};
+use self::selection::{chunk_edges_within, select, working_bytes, Lists, SelectionInput};
 use self::static_cache::StaticCache;
 use super::{CacheIteration, CacheRun, CacheSelection, IterationFigures, IterationStats, Runner, StaticCacheLoad};
 use crate::error::{Error, Result};
@@ -203,6 +207,15 @@ pub struct CacheEngine {
     figures: CacheRun,
     /// The ledger charges of the engine's memory, held while it lives in the runner.
     _charges: Vec<Charge>,
+}
+
+/// A static-cache selection ([`CacheEngine::selection`]).
+struct Selected {
+    /// The selected vertices, ascending.
+    vertices: Vec<u64>,
+    figures: CacheSelection,
+    /// GVS's resident copy of the `csr-out` targets, when it held one, with its ledger charge.
+    resident: Option<(Vec<u8>, Charge)>,
 }
 
 /// Runs `program` on the cache engine of `runner` (created on first use).
@@ -399,9 +412,10 @@ impl CacheEngine {
         // The static cache: select (or load the saved selection), then load the lists.
         let static_cache = if options.selection != SelectionMethod::None && plan.static_cache > 0 {
             let edge_bytes = target_bytes + if weighted { 8 } else { 0 };
-            let (selected, selection) = Self::selection(runner, &out_layout, &out_offsets, plan, edge_bytes)?;
-            figures.selection = Some(selection);
-            let (cache, report) = StaticCache::load(&out_layout, &out_offsets, &selected, weighted)?;
+            let chosen = Self::selection(runner, &out_layout, &out_offsets, plan, edge_bytes)?;
+            figures.selection = Some(chosen.figures);
+            let (resident, _working) = chosen.resident.unzip();
+            let (cache, report) = StaticCache::load(&out_layout, &out_offsets, &chosen.vertices, weighted, resident)?;
             figures.static_cache = Some(StaticCacheLoad {
                 static_cache_vertices: cache.len() as u64,
                 static_cache_edges: cache.edges(),
@@ -468,7 +482,7 @@ impl CacheEngine {
         out_offsets: &[u64],
         plan: MemoryPlan,
         edge_bytes: u64,
-    ) -> Result<(Vec<u64>, CacheSelection)> {
+    ) -> Result<Selected> {
         let options = &runner.options().cache;
         let store = runner.store();
         let method = options.selection;
@@ -491,23 +505,28 @@ impl CacheEngine {
             if file.len() == entry.bytes && file.len() % 8 == 0 {
                 let selected = crate::store::files::u64s_from_le_bytes(&file.read_all()?);
                 if selected.iter().all(|&v| v < store.num_vertices()) {
-                    let selection = CacheSelection {
+                    let figures = CacheSelection {
                         selection_source: "loaded from the store",
                         selection_seconds: started.elapsed().as_secs_f64(),
                         selection_bytes_read: None,
                     };
-                    return Ok((selected, selection));
+                    return Ok(Selected { vertices: selected, figures, resident: None });
                 }
             }
         }
         let started = Instant::now();
         let io_before = store.counters().snapshot();
         // The selection runs before the caches and the program state exist, so it may use
-        // their memory.
+        // their memory: GVS holds the lists too when they fit (selection.rs, "What is
+        // resident"), else it streams them once per round.
         let pages = layout.targets.len().div_ceil(options.page_size);
         let available = plan.cache + plan.reserved_state;
-        let chunk_edges = chunk_edges_within(store.num_vertices(), pages, available);
-        let needed = working_bytes(method, store.num_vertices(), pages, chunk_edges);
+        let n = store.num_vertices();
+        let targets_bytes = layout.arcs * layout.target_bytes;
+        let resident =
+            method == SelectionMethod::Gvs && working_bytes(method, n, pages, 0) + targets_bytes <= available;
+        let chunk_edges = if resident { 0 } else { chunk_edges_within(n, pages, available) };
+        let needed = working_bytes(method, n, pages, chunk_edges) + if resident { targets_bytes } else { 0 };
         if needed > available {
             return Err(Error::MemoryBudget(format!(
                 "{} selection needs about {} of working memory but the cache and vertex state have {}",
@@ -516,8 +535,17 @@ impl CacheEngine {
                 format_size(available)
             )));
         }
-        let _working = runner.ledger().charge("static cache selection", needed)?;
+        let working = runner.ledger().charge("static cache selection", needed)?;
         let indeg = in_degrees(store)?;
+        let bar =
+            runner.progress().start(&format!("static cache selection ({})", method.name()), None, ProgressUnit::Items);
+        let targets = if resident {
+            let all = layout.read_all_encoded_targets()?;
+            crate::runtime::direct::drop_from_os_cache(layout.targets.raw(), 0, layout.targets.len());
+            Some(all)
+        } else {
+            None
+        };
         let input = SelectionInput {
             layout,
             out_offsets,
@@ -527,20 +555,22 @@ impl CacheEngine {
             edge_bytes,
             rounds: options.gvs_rounds,
             seed: options.seed,
-            chunk_edges,
+            lists: match &targets {
+                Some(all) => Lists::Resident(all),
+                None => Lists::Streamed { chunk_edges },
+            },
         };
-        let bar =
-            runner.progress().start(&format!("static cache selection ({})", method.name()), None, ProgressUnit::Items);
         let selected = select(method, &input)?;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
-        let selection = CacheSelection {
+        let figures = CacheSelection {
             selection_source: "computed",
             selection_seconds: seconds,
             selection_bytes_read: Some(store.counters().snapshot().since(&io_before).bytes_read),
         };
         Self::save_selection(store, &layout_name, &rel, &selected, method, options, plan, edge_bytes, seconds)?;
-        Ok((selected, selection))
+        // The resident lists stay charged until the static cache has taken its lists from them.
+        Ok(Selected { vertices: selected, figures, resident: targets.map(|all| (all, working)) })
     }
 
     #[allow(clippy::too_many_arguments)]

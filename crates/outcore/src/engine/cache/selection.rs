@@ -23,17 +23,37 @@
 //! * line 14 ends a round at the first vertex that would overflow `k/K · M`; in the last round
 //!   we skip such a vertex and go on, so that the cache is filled up to `M − ε` as §3.1 asks.
 //!
-//! Lists are read sequentially once per round; the time is `O(K (|E| + |V|))`, the paper's
+//! Every round reads all lists once; the time is `O(K (|E| + |V| log |V|))`, the paper's
 //! complexity without its incremental re-computation. The selection is saved in the store
 //! (`cache/selection-*.u64`, registered as a layout) and reused for the same method, page size
 //! and cache size.
+//!
+//! **What is resident.** GVS holds 32 bytes per vertex (penalty, in-degree, page and live
+//! degree, a 4-byte heap entry, the chosen ids). It runs before the caches and the program
+//! state exist and gets their memory (`CacheEngine::selection`); when that also holds the
+//! whole `csr-out` targets file as stored (4 bytes an arc below 2^32 vertices), the file is
+//! read once, checksums verified, and all K rounds run over that copy ([`Lists::Resident`]),
+//! which the engine then compacts in place into the static cache (`StaticCache::load`): a first
+//! run reads the adjacency once for selection and cache together instead of K + 1 times (a
+//! first BFS on RMAT-22, norder, 384 MiB, K = 16: 4.3 GiB read before, 455 MiB, 1.8 times the
+//! adjacency, after). Otherwise each round streams the file in chunks ([`Lists::Streamed`]).
+//! Both give the same selection.
+//!
+//! **Threads.** The penalty pass splits the *targets* into ranges of about equal in-arcs, cut
+//! where the page changes, one task each; a task walks every list in source order and charges
+//! the run of neighbours in its range. Every `T[u]` therefore adds its terms in source order,
+//! as one thread would, and a list's page groups are whole in one range: the penalties, hence
+//! the selection, are bit-identical for any number of threads, with no per-thread copies of
+//! `T`. The price is one look at every list per task (two ids, a binary search on overlap).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::ops::Range;
+
+use rayon::prelude::*;
 
 use super::static_cache::{StaticCache, INDEX_BYTES_PER_VERTEX};
 use crate::error::{Error, Result};
-use crate::store::order::{scan_adjacency, shuffle};
+use crate::store::order::shuffle;
 use crate::store::CsrLayout;
 
 /// How the static cache is filled (`--static-cache-select`).
@@ -77,6 +97,16 @@ impl SelectionMethod {
     }
 }
 
+/// Where GVS reads the out-lists from, all of them once per round.
+#[derive(Clone, Copy)]
+pub enum Lists<'a> {
+    /// From the layout's targets file, `chunk_edges` edges at a time (a longer list at once).
+    Streamed { chunk_edges: u64 },
+    /// The whole targets file as stored, read before the rounds
+    /// ([`CsrLayout::read_all_encoded_targets`]).
+    Resident(&'a [u8]),
+}
+
 /// Everything a selection depends on.
 pub struct SelectionInput<'a> {
     pub layout: &'a CsrLayout,
@@ -90,8 +120,8 @@ pub struct SelectionInput<'a> {
     pub edge_bytes: u64,
     pub rounds: usize,
     pub seed: u64,
-    /// Edges read at once while scanning the lists.
-    pub chunk_edges: u64,
+    /// Where GVS reads the lists from (the selection is the same either way).
+    pub lists: Lists<'a>,
 }
 
 impl SelectionInput<'_> {
@@ -113,11 +143,17 @@ impl SelectionInput<'_> {
     }
 }
 
-/// Memory a selection needs while it runs (GVS: penalties, in-degrees, marks, heap, page
-/// counts and the scan buffers of `chunk_edges` edges).
+/// GVS's bytes per vertex: penalty (8), in-degree (4), page and live degree (8), heap entry
+/// (4) and chosen id (8).
+const GVS_BYTES_PER_VERTEX: u64 = 32;
+/// Bytes per edge of a streamed chunk: the targets as stored, at most 8.
+const CHUNK_BYTES_PER_EDGE: u64 = 8;
+
+/// Memory a selection needs while it runs (GVS: its per-vertex arrays, page counts and the
+/// scan buffer of `chunk_edges` edges; resident lists come on top, see [`Lists::Resident`]).
 pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64, chunk_edges: u64) -> u64 {
     match method {
-        SelectionMethod::Gvs => vertices * (8 + 4 + 8 + 16 + 8) + pages * 4 + chunk_edges * 12,
+        SelectionMethod::Gvs => vertices * GVS_BYTES_PER_VERTEX + pages * 4 + chunk_edges * CHUNK_BYTES_PER_EDGE,
         SelectionMethod::None => 0,
         _ => vertices * (4 + 16),
     }
@@ -126,7 +162,7 @@ pub fn working_bytes(method: SelectionMethod, vertices: u64, pages: u64, chunk_e
 /// The largest scan chunk (edges) that keeps GVS within `available` bytes, at least 1024.
 pub fn chunk_edges_within(vertices: u64, pages: u64, available: u64) -> u64 {
     let fixed = working_bytes(SelectionMethod::Gvs, vertices, pages, 0);
-    (available.saturating_sub(fixed) / 12).clamp(1024, crate::store::order::SCAN_CHUNK_EDGES)
+    (available.saturating_sub(fixed) / CHUNK_BYTES_PER_EDGE).clamp(1024, crate::store::order::SCAN_CHUNK_EDGES)
 }
 
 /// Selects vertices; returns them sorted ascending.
@@ -163,27 +199,15 @@ fn fill(input: &SelectionInput, order: impl Iterator<Item = u64>) -> Vec<u64> {
     chosen
 }
 
-/// A vertex with its penalty per cached byte, ordered for a max-heap (ties: smaller id first).
-struct Candidate {
-    score: f64,
-    vertex: u32,
+/// GVS keeps per vertex its page (high 32 bits) and its list length (low 32 bits, saturated),
+/// packed for one memory access in the hot loop; the length is 0 once the vertex is cached or
+/// when it has no list: the penalty ignores both kinds alike.
+fn page_of(meta: u64) -> usize {
+    (meta >> 32) as usize
 }
 
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Candidate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score.total_cmp(&other.score).then_with(|| other.vertex.cmp(&self.vertex))
-    }
+fn live_degree(meta: u64) -> u64 {
+    meta & 0xFFFF_FFFF
 }
 
 /// Algorithm 1 of the paper (see the module doc for the exact definitions).
@@ -195,17 +219,15 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
     }
     let budget = input.list_budget();
     let rounds = input.rounds.max(1);
-    // Per vertex, packed for one memory access in the hot loop: its page (high 32 bits) and
-    // its list length (low 32 bits, saturated), 0 once cached or when it has no list: both
-    // kinds are ignored by the penalty alike.
     let mut meta: Vec<u64> =
         (0..n).map(|v| ((input.page_of(v) as u64) << 32) | input.degree(v).min(u32::MAX as u64)).collect();
-    let page_of = |m: u64| (m >> 32) as usize;
-    let live_degree = |m: u64| m & 0xFFFF_FFFF;
-    let mut chosen: Vec<u64> = Vec::new();
-    let mut used = 0u64;
+    let parts = target_parts(&meta, input.in_degree, rayon::current_num_threads());
     let mut penalty = vec![0f64; n];
     let mut lists_in_page = vec![0u32; pages];
+    let mut heap_ids: Vec<u32> = Vec::with_capacity(n);
+    // Every cached vertex costs at least one edge and its index.
+    let most_chosen = (budget / (INDEX_BYTES_PER_VERTEX + input.edge_bytes)).min(n as u64);
+    let mut picked = Picked { chosen: Vec::with_capacity(most_chosen as usize), used: 0 };
     for k in 1..=rounds {
         // r(u): uncached non-empty lists per page.
         lists_in_page.fill(0);
@@ -214,67 +236,370 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
                 lists_in_page[page_of(m)] += 1;
             }
         }
-        // T[u1] (lines 4–11): one sequential pass over all lists. A vertex's neighbours are
-        // sorted by id and pages grow with ids, so neighbours sharing a page are contiguous.
-        penalty.fill(0.0);
-        scan_adjacency(input.layout, input.out_offsets, 0..n as u64, input.chunk_edges, |_, neighbours| {
-            let mut i = 0;
-            while i < neighbours.len() {
-                let m = meta[neighbours[i] as usize];
-                if live_degree(m) == 0 {
-                    i += 1;
-                    continue;
-                }
-                let page = page_of(m);
-                let mut j = i;
-                let mut used_edges = 0u64;
-                while j < neighbours.len() {
-                    let w = meta[neighbours[j] as usize];
-                    if page_of(w) != page {
-                        break;
-                    }
-                    used_edges += live_degree(w);
-                    j += 1;
-                }
-                let share = 1.0 / (lists_in_page[page].max(1) as f64 * used_edges as f64);
-                for &w in &neighbours[i..j] {
-                    let w = w as usize;
-                    if live_degree(meta[w]) > 0 {
-                        penalty[w] += share / input.in_degree[w].max(1) as f64;
-                    }
-                }
-                i = j;
-            }
-            Ok(())
-        })?;
+        let round = Round {
+            offsets: input.out_offsets,
+            meta: &meta,
+            lists_in_page: &lists_in_page,
+            in_degree: input.in_degree,
+        };
+        round.penalties(input, &parts, &mut penalty)?;
         // Lines 12–16: highest penalty per cached byte first, up to k/K of the budget.
-        let round_limit = (budget as u128 * k as u128 / rounds as u128) as u64;
-        let mut heap: BinaryHeap<Candidate> = (0..n)
-            .filter(|&v| live_degree(meta[v]) > 0 && penalty[v] > 0.0)
-            .map(|v| Candidate { score: penalty[v] / input.cost(v) as f64, vertex: v as u32 })
-            .collect();
-        while let Some(Candidate { vertex, .. }) = heap.pop() {
+        penalty.par_iter_mut().enumerate().for_each(|(v, t)| *t /= input.cost(v) as f64);
+        heap_ids.clear();
+        heap_ids.extend((0..n as u32).filter(|&v| live_degree(meta[v as usize]) > 0 && penalty[v as usize] > 0.0));
+        let mut heap = ScoreHeap::new(std::mem::take(&mut heap_ids), &penalty);
+        let limit = (budget as u128 * k as u128 / rounds as u128) as u64;
+        picked.take(input, &mut heap, limit, k == rounds, &mut meta);
+        heap_ids = heap.into_ids();
+    }
+    Ok(picked.chosen)
+}
+
+/// Ranges of target ids of about equal in-arcs, at most `parts`, cut only where the page
+/// changes: the neighbours of a list on one page fall in one range.
+fn target_parts(meta: &[u64], in_degree: &[u32], parts: usize) -> Vec<Range<usize>> {
+    let total: u64 = in_degree.iter().map(|&d| d as u64).sum();
+    let parts = parts.max(1) as u64;
+    let mut cuts = vec![0];
+    let mut arcs = 0u64;
+    for v in 1..meta.len() {
+        arcs += in_degree[v - 1] as u64;
+        let due = (cuts.len() as u64) < parts && arcs * parts >= total * cuts.len() as u64;
+        if due && page_of(meta[v]) != page_of(meta[v - 1]) {
+            cuts.push(v);
+        }
+    }
+    cuts.push(meta.len());
+    cuts.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
+/// One round's penalty pass (Algorithm 1 lines 4–11): `T[u1]` for every target `u1`.
+///
+/// Each of the target ranges of [`target_parts`] is a task that walks every list in source
+/// order and charges its neighbours in the range (a run: neighbours are sorted by id). Each
+/// `T[u1]` thus adds its terms in source order, as one pass over the lists would, and the
+/// page groups are whole in one range: the sums are bit-identical for any number of threads.
+struct Round<'a> {
+    offsets: &'a [u64],
+    meta: &'a [u64],
+    lists_in_page: &'a [u32],
+    in_degree: &'a [u32],
+}
+
+impl Round<'_> {
+    /// Computes the penalty of every vertex into `penalty`, reading every list once.
+    fn penalties(&self, input: &SelectionInput, parts: &[Range<usize>], penalty: &mut [f64]) -> Result<()> {
+        penalty.fill(0.0);
+        let mut rest = penalty;
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(parts.len());
+        for part in parts {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(part.len());
+            slices.push((part.start, head));
+            rest = tail;
+        }
+        let n = self.offsets.len() - 1;
+        let width = input.layout.target_bytes;
+        match input.lists {
+            Lists::Resident(targets) => self.charge(&mut slices, 0..n, targets, width),
+            Lists::Streamed { chunk_edges } => {
+                let mut buffer = Vec::new();
+                let mut v = 0;
+                while v < n {
+                    // Vertices [v, w) whose lists fit in one chunk (at least one vertex).
+                    let first_edge = self.offsets[v];
+                    let mut w = v + 1;
+                    while w < n && self.offsets[w + 1] - first_edge <= chunk_edges.max(1) {
+                        w += 1;
+                    }
+                    input.layout.read_encoded_targets(first_edge, self.offsets[w] - first_edge, &mut buffer)?;
+                    self.charge(&mut slices, v..w, &buffer, width);
+                    v = w;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Charges the lists of `sources`, whose targets (`width` bytes each) are `targets` from
+    /// edge `offsets[sources.start]` on, to every part on its own thread.
+    fn charge(&self, slices: &mut [(usize, &mut [f64])], sources: Range<usize>, targets: &[u8], width: u64) {
+        slices.par_iter_mut().for_each(|(first, penalty)| match width {
+            4 => self.charge_part::<4>(*first, penalty, sources.clone(), targets),
+            _ => self.charge_part::<8>(*first, penalty, sources.clone(), targets),
+        });
+    }
+
+    /// The part of [`charge`](Self::charge) that falls on targets `first..first + penalty.len()`.
+    fn charge_part<const W: usize>(&self, first: usize, penalty: &mut [f64], sources: Range<usize>, targets: &[u8]) {
+        let base = self.offsets[sources.start];
+        for v in sources {
+            let (s, e) = ((self.offsets[v] - base) as usize, (self.offsets[v + 1] - base) as usize);
+            let list = Encoded::<W>(&targets[s * W..e * W]);
+            let run = list.within(first, first + penalty.len());
+            if !run.is_empty() {
+                self.charge_run(list, run, first, penalty);
+            }
+        }
+    }
+
+    /// Charges the neighbours at positions `run` of one list (sorted by id, and pages grow with
+    /// ids, so neighbours sharing a page are contiguous).
+    fn charge_run<const W: usize>(&self, list: Encoded<W>, run: Range<usize>, first: usize, penalty: &mut [f64]) {
+        let mut i = run.start;
+        while i < run.end {
+            let m = self.meta[list.get(i)];
+            if live_degree(m) == 0 {
+                i += 1;
+                continue;
+            }
+            let page = page_of(m);
+            let mut j = i;
+            let mut used_edges = 0u64;
+            while j < run.end {
+                let w = self.meta[list.get(j)];
+                if page_of(w) != page {
+                    break;
+                }
+                used_edges += live_degree(w);
+                j += 1;
+            }
+            let share = 1.0 / (self.lists_in_page[page].max(1) as f64 * used_edges as f64);
+            for p in i..j {
+                let w = list.get(p);
+                if live_degree(self.meta[w]) > 0 {
+                    penalty[w - first] += share / self.in_degree[w].max(1) as f64;
+                }
+            }
+            i = j;
+        }
+    }
+}
+
+/// One list's targets as stored: `W`-byte little-endian ids in ascending order.
+#[derive(Clone, Copy)]
+struct Encoded<'a, const W: usize>(&'a [u8]);
+
+impl<const W: usize> Encoded<'_, W> {
+    fn len(self) -> usize {
+        self.0.len() / W
+    }
+
+    fn get(self, i: usize) -> usize {
+        let bytes = &self.0[i * W..(i + 1) * W];
+        if W == 4 {
+            u32::from_le_bytes(bytes.try_into().unwrap()) as usize
+        } else {
+            u64::from_le_bytes(bytes.try_into().unwrap()) as usize
+        }
+    }
+
+    /// The positions of the ids in `lo..hi`.
+    fn within(self, lo: usize, hi: usize) -> Range<usize> {
+        let len = self.len();
+        if len == 0 || self.get(len - 1) < lo || self.get(0) >= hi {
+            return 0..0;
+        }
+        let start = if self.get(0) >= lo { 0 } else { self.first_at_least(lo) };
+        let end = if self.get(len - 1) < hi { len } else { self.first_at_least(hi) };
+        start..end
+    }
+
+    /// The first position whose id is at least `x` (`len` if none).
+    fn first_at_least(self, x: usize) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.get(mid) < x {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// The vertices cached so far and their cost.
+struct Picked {
+    chosen: Vec<u64>,
+    used: u64,
+}
+
+impl Picked {
+    /// Caches candidates in heap order while they fit in `limit`: a round but the last ends at
+    /// the first that does not fit, the last skips it and goes on (see the module doc) until
+    /// not even a one-edge list would fit.
+    fn take(&mut self, input: &SelectionInput, heap: &mut ScoreHeap, limit: u64, last: bool, meta: &mut [u64]) {
+        let smallest = INDEX_BYTES_PER_VERTEX + input.edge_bytes;
+        while let Some(vertex) = heap.pop() {
             let v = vertex as usize;
             let c = input.cost(v);
-            if used + c > round_limit {
-                if k < rounds {
+            if self.used + c > limit {
+                if !last || limit - self.used < smallest {
                     break;
                 }
                 continue;
             }
             meta[v] &= !0xFFFF_FFFF;
-            used += c;
-            chosen.push(v as u64);
+            self.used += c;
+            self.chosen.push(v as u64);
         }
     }
-    Ok(chosen)
+}
+
+/// A max-heap of vertex ids by `score` (ties: the smaller id first), 4 bytes an entry.
+struct ScoreHeap<'a> {
+    ids: Vec<u32>,
+    score: &'a [f64],
+}
+
+impl<'a> ScoreHeap<'a> {
+    fn new(ids: Vec<u32>, score: &'a [f64]) -> ScoreHeap<'a> {
+        let mut heap = ScoreHeap { ids, score };
+        for i in (0..heap.ids.len() / 2).rev() {
+            heap.sift_down(i);
+        }
+        heap
+    }
+
+    /// Whether `a` comes out before `b`.
+    fn before(&self, a: u32, b: u32) -> bool {
+        match self.score[a as usize].total_cmp(&self.score[b as usize]) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => a < b,
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let len = self.ids.len();
+        loop {
+            let mut child = 2 * i + 1;
+            if child >= len {
+                return;
+            }
+            if child + 1 < len && self.before(self.ids[child + 1], self.ids[child]) {
+                child += 1;
+            }
+            if !self.before(self.ids[child], self.ids[i]) {
+                return;
+            }
+            self.ids.swap(i, child);
+            i = child;
+        }
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        let top = *self.ids.first()?;
+        let last = self.ids.pop().expect("not empty");
+        if !self.ids.is_empty() {
+            self.ids[0] = last;
+            self.sift_down(0);
+        }
+        Some(top)
+    }
+
+    /// The entries' storage, for the next round.
+    fn into_ids(self) -> Vec<u32> {
+        self.ids
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::store::order::{in_degrees, read_all_offsets};
-    use crate::store::{build_in_memory, Direction, InMemoryGraph, OriginalIds};
+    use crate::store::order::{in_degrees, read_all_offsets, SplitMix64};
+    use crate::store::{build_in_memory, Direction, InMemoryGraph, OriginalIds, Store};
+
+    /// A store of `n` vertices and `m` arcs drawn with a skew towards small ids (hubs, and many
+    /// lists of one or two edges), duplicates and self-loops kept as drawn.
+    fn skewed_store(dir: &std::path::Path, n: u64, m: u64, seed: u64) -> Store {
+        let mut rng = SplitMix64::new(seed);
+        let mut skewed = |bound: u64| rng.below(bound).min(rng.below(bound)).min(rng.below(bound));
+        let edges = (0..m).map(|_| (skewed(n) as usize, skewed(n) as usize, 1.0)).collect();
+        let graph =
+            InMemoryGraph { vertices: OriginalIds::U64((0..n).collect()), edges, directed: true, weighted: false };
+        build_in_memory(dir, &graph).unwrap()
+    }
+
+    /// The GVS selection on `store` for the lists read as `lists` on `threads` threads.
+    fn gvs_on(store: &Store, page_size: u64, share: f64, rounds: usize, lists: Lists, threads: usize) -> Vec<u64> {
+        let layout = store.csr(Direction::Out).unwrap();
+        let offsets = read_all_offsets(&layout).unwrap();
+        let in_degree = in_degrees(store).unwrap();
+        let input = SelectionInput {
+            layout: &layout,
+            out_offsets: &offsets,
+            in_degree: &in_degree,
+            page_size,
+            budget_bytes: (layout.targets.len() as f64 * share) as u64,
+            edge_bytes: 4,
+            rounds,
+            seed: 0,
+            lists,
+        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| select(SelectionMethod::Gvs, &input)).unwrap()
+    }
+
+    fn all_targets(store: &Store) -> Vec<u8> {
+        store.csr(Direction::Out).unwrap().read_all_encoded_targets().unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Resident lists and lists streamed in chunks of any size give the same selection.
+        #[test]
+        fn resident_and_streamed_gvs_select_the_same(
+            n in 2u64..400,
+            arcs_per_vertex in 1u64..12,
+            seed in 0u64..1000,
+            chunk_edges in 1u64..600,
+            rounds in 1usize..6,
+            page_size in prop::sample::select(vec![512u64, 1024, 4096]),
+            share in 0.05f64..0.9,
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = skewed_store(&tmp.path().join("s"), n, n * arcs_per_vertex, seed);
+            let targets = all_targets(&store);
+            let resident = gvs_on(&store, page_size, share, rounds, Lists::Resident(&targets), 1);
+            let streamed = gvs_on(&store, page_size, share, rounds, Lists::Streamed { chunk_edges }, 1);
+            prop_assert_eq!(resident, streamed);
+        }
+    }
+
+    /// The penalty pass splits the targets among the threads; the selection does not depend on
+    /// their number, resident or streamed.
+    #[test]
+    fn gvs_selects_the_same_on_any_number_of_threads() {
+        for seed in 0..4 {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = skewed_store(&tmp.path().join("s"), 3000, 24_000, seed);
+            let targets = all_targets(&store);
+            for (page_size, share, rounds) in [(512, 0.3, 4), (4096, 0.1, 1), (1024, 0.6, 7)] {
+                let one = gvs_on(&store, page_size, share, rounds, Lists::Resident(&targets), 1);
+                assert!(!one.is_empty(), "seed {seed}, page {page_size}");
+                for threads in [2, 3, 8] {
+                    for (how, lists) in
+                        [("resident", Lists::Resident(&targets)), ("streamed", Lists::Streamed { chunk_edges: 5000 })]
+                    {
+                        let many = gvs_on(&store, page_size, share, rounds, lists, threads);
+                        assert_eq!(many, one, "seed {seed}, page {page_size}, {threads} threads, {how}");
+                    }
+                }
+            }
+            // The targets are really split: 8 ranges of about equal in-arcs, cut between pages.
+            let layout = store.csr(Direction::Out).unwrap();
+            let offsets = read_all_offsets(&layout).unwrap();
+            let meta: Vec<u64> = (0..3000).map(|v| (offsets[v] * 4 / 512) << 32).collect();
+            let parts = target_parts(&meta, &in_degrees(&store).unwrap(), 8);
+            assert_eq!(parts.len(), 8, "seed {seed}");
+            assert!(parts.iter().all(|r| r.start == 0 || page_of(meta[r.start]) != page_of(meta[r.start - 1])));
+        }
+    }
 
     /// The paper's Figure 4: `u`'s neighbours x, y, z share a page that a request would use
     /// well, while neighbour `v` sits alone on another page; with room for one list, GVS caches
@@ -305,7 +630,7 @@ mod tests {
             edge_bytes: 4,
             rounds: 1,
             seed: 0,
-            chunk_edges: 1024,
+            lists: Lists::Streamed { chunk_edges: 1024 },
         };
         assert_eq!(input.page_of(5), 0);
         assert_eq!(input.page_of(6), 1);

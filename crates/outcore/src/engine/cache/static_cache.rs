@@ -54,11 +54,16 @@ impl StaticCache {
     }
 
     /// Loads the lists of `selected` (sorted, distinct) from `layout`, with weights when asked.
+    /// With `resident`, the whole targets file as stored and already checked (the GVS
+    /// selection's copy, `selection::Lists::Resident`), the targets are taken from it instead
+    /// of read: the selected lists are moved to its front in place and the rest is freed, so
+    /// no second copy is ever held.
     pub fn load(
         layout: &CsrLayout,
         offsets: &[u64],
         selected: &[u64],
         with_weights: bool,
+        resident: Option<Vec<u8>>,
     ) -> Result<(StaticCache, LoadReport)> {
         let started = Instant::now();
         let n = offsets.len() - 1;
@@ -73,8 +78,14 @@ impl StaticCache {
         starts.push(total);
         let tb = layout.target_bytes;
         let mut report = LoadReport::default();
-        let targets = load_packed(&layout.targets, offsets, selected, tb, total, &mut report)?;
-        crate::store::csr::check_encoded_ids(layout.targets.path(), &targets, tb, layout.vertices)?;
+        let targets = match resident {
+            Some(all) => compact(all, offsets, selected, tb),
+            None => {
+                let targets = load_packed(&layout.targets, offsets, selected, tb, total, &mut report)?;
+                crate::store::csr::check_encoded_ids(layout.targets.path(), &targets, tb, layout.vertices)?;
+                targets
+            }
+        };
         let weights = match (&layout.weights, with_weights) {
             (Some(file), true) => Some(load_packed(file, offsets, selected, 8, total, &mut report)?),
             _ => None,
@@ -137,6 +148,21 @@ impl StaticCache {
         let weights = self.weights.as_ref().map(|w| &w[s * 8..e * 8]);
         Some((targets, weights))
     }
+}
+
+/// Moves the selected lists of `all` (every list, `width` bytes an edge) to its front, in
+/// order, and frees the rest.
+fn compact(mut all: Vec<u8>, offsets: &[u64], selected: &[u64], width: u64) -> Vec<u8> {
+    let mut end = 0;
+    for &v in selected {
+        let (s, e) = ((offsets[v as usize] * width) as usize, (offsets[v as usize + 1] * width) as usize);
+        // Selected lists are sorted, so each moves down (or stays): nothing unread is overwritten.
+        all.copy_within(s..e, end);
+        end += e - s;
+    }
+    all.truncate(end);
+    all.shrink_to_fit();
+    all
 }
 
 /// Reads the selected lists of one file (`width` bytes per edge) into one packed array, merging
