@@ -155,6 +155,32 @@ fn static_cache_serves_lists_and_selection_is_saved_and_reused() {
     assert_eq!(cache_figures(&plain).static_cache_hits, 0);
 }
 
+/// A first GVS run with room for the lists reads them once for the selection, not once per
+/// round (cache_runner: 4 rounds), and the static cache takes its lists from that copy; with
+/// less room every round reads them, and the static cache reads its lists again.
+#[test]
+fn gvs_reads_the_lists_once_when_they_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = build(&tmp.path().join("s"), &rmat(10, 32, 3, true));
+    let targets = store.manifest().files["csr-out/targets"].bytes;
+    let bfs = AlgorithmParams { source: Some(original(0)), ..params() };
+    let first_run = |cache_bytes| {
+        let runner = cache_runner(&store, 512, SelectionMethod::Gvs, cache_bytes);
+        run(&runner, "bfs", &bfs);
+        let figures = cache_figures(&runner);
+        let selection = figures.selection.unwrap();
+        assert_eq!(selection.selection_source, "computed");
+        (selection.selection_bytes_read.unwrap(), figures.static_cache.unwrap())
+    };
+    let (read, cache) = first_run(targets);
+    assert!(read >= targets && read < 2 * targets, "the selection read {read} bytes of {targets}");
+    assert!(cache.static_cache_vertices > 0);
+    assert_eq!(cache.static_cache_load_bytes, 0);
+    let (read, cache) = first_run(targets / 8);
+    assert!(read >= 4 * targets, "the selection read {read} bytes of {targets}");
+    assert!(cache.static_cache_vertices > 0 && cache.static_cache_load_bytes > 0);
+}
+
 /// Lists are scattered from all threads (`cache/parts.rs`): with three threads the
 /// run records three parts, and bfs and pr give what one thread gives (bfs exactly, pr within
 /// rounding: the parts fold in a fixed order), with the same lists served by the static cache.
