@@ -199,9 +199,17 @@ fn fill(input: &SelectionInput, order: impl Iterator<Item = u64>) -> Vec<u64> {
     chosen
 }
 
-/// GVS keeps per vertex its page (high 32 bits) and its list length (low 32 bits, saturated),
-/// packed for one memory access in the hot loop; the length is 0 once the vertex is cached or
-/// when it has no list: the penalty ignores both kinds alike.
+/// What GVS keeps per vertex, side by side so that the penalty pass touches one cache line a
+/// target: `meta`, its page (high 32 bits) and its list length (low 32 bits, saturated; 0 once
+/// the vertex is cached or when it has no list: the penalty ignores both kinds alike), and `t`,
+/// the sum of the shares charged to it this round, then its penalty per cached byte.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct Vertex {
+    meta: u64,
+    t: f64,
+}
+
 fn page_of(meta: u64) -> usize {
     (meta >> 32) as usize
 }
@@ -219,10 +227,10 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
     }
     let budget = input.list_budget();
     let rounds = input.rounds.max(1);
-    let mut meta: Vec<u64> =
-        (0..n).map(|v| ((input.page_of(v) as u64) << 32) | input.degree(v).min(u32::MAX as u64)).collect();
-    let parts = target_parts(&meta, input.in_degree, rayon::current_num_threads());
-    let mut penalty = vec![0f64; n];
+    let mut state: Vec<Vertex> = (0..n)
+        .map(|v| Vertex { meta: ((input.page_of(v) as u64) << 32) | input.degree(v).min(u32::MAX as u64), t: 0.0 })
+        .collect();
+    let parts = target_parts(&state, input.in_degree, rayon::current_num_threads());
     let mut lists_in_page = vec![0u32; pages];
     let mut heap_ids: Vec<u32> = Vec::with_capacity(n);
     // Every cached vertex costs at least one edge and its index.
@@ -231,67 +239,71 @@ fn gvs(input: &SelectionInput) -> Result<Vec<u64>> {
     for k in 1..=rounds {
         // r(u): uncached non-empty lists per page.
         lists_in_page.fill(0);
-        for &m in &meta {
-            if live_degree(m) > 0 {
-                lists_in_page[page_of(m)] += 1;
+        for vertex in &state {
+            if live_degree(vertex.meta) > 0 {
+                lists_in_page[page_of(vertex.meta)] += 1;
             }
         }
-        let round = Round {
-            offsets: input.out_offsets,
-            meta: &meta,
-            lists_in_page: &lists_in_page,
-            in_degree: input.in_degree,
-        };
-        round.penalties(input, &parts, &mut penalty)?;
-        // Lines 12–16: highest penalty per cached byte first, up to k/K of the budget.
-        penalty.par_iter_mut().enumerate().for_each(|(v, t)| *t /= input.cost(v) as f64);
+        let round = Round { offsets: input.out_offsets, lists_in_page: &lists_in_page };
+        round.penalties(input, &parts, &mut state)?;
+        // T[u] is the shares' sum over d_i(u) (the one factor of the edges' penalties that
+        // depends on u alone); lines 12–16 take the highest T per cached byte first, up to k/K
+        // of the budget.
+        state.par_iter_mut().enumerate().for_each(|(v, vertex)| {
+            vertex.t = vertex.t / input.in_degree[v].max(1) as f64 / input.cost(v) as f64;
+        });
         heap_ids.clear();
-        heap_ids.extend((0..n as u32).filter(|&v| live_degree(meta[v as usize]) > 0 && penalty[v as usize] > 0.0));
-        let mut heap = ScoreHeap::new(std::mem::take(&mut heap_ids), &penalty);
+        heap_ids
+            .extend((0..n as u32).filter(|&v| live_degree(state[v as usize].meta) > 0 && state[v as usize].t > 0.0));
+        let mut heap = ScoreHeap::new(std::mem::take(&mut heap_ids), &state);
         let limit = (budget as u128 * k as u128 / rounds as u128) as u64;
-        picked.take(input, &mut heap, limit, k == rounds, &mut meta);
+        let before = picked.chosen.len();
+        picked.take(input, &mut heap, limit, k == rounds);
         heap_ids = heap.into_ids();
+        for &v in &picked.chosen[before..] {
+            state[v as usize].meta &= !0xFFFF_FFFF;
+        }
     }
     Ok(picked.chosen)
 }
 
 /// Ranges of target ids of about equal in-arcs, at most `parts`, cut only where the page
 /// changes: the neighbours of a list on one page fall in one range.
-fn target_parts(meta: &[u64], in_degree: &[u32], parts: usize) -> Vec<Range<usize>> {
+fn target_parts(state: &[Vertex], in_degree: &[u32], parts: usize) -> Vec<Range<usize>> {
     let total: u64 = in_degree.iter().map(|&d| d as u64).sum();
     let parts = parts.max(1) as u64;
     let mut cuts = vec![0];
     let mut arcs = 0u64;
-    for v in 1..meta.len() {
+    for v in 1..state.len() {
         arcs += in_degree[v - 1] as u64;
         let due = (cuts.len() as u64) < parts && arcs * parts >= total * cuts.len() as u64;
-        if due && page_of(meta[v]) != page_of(meta[v - 1]) {
+        if due && page_of(state[v].meta) != page_of(state[v - 1].meta) {
             cuts.push(v);
         }
     }
-    cuts.push(meta.len());
+    cuts.push(state.len());
     cuts.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
-/// One round's penalty pass (Algorithm 1 lines 4–11): `T[u1]` for every target `u1`.
+/// One round's penalty pass (Algorithm 1 lines 4–11): for every target `u1`, the sum over its
+/// in-edges `(v, u1)` of `1 / (r(u1) · Σ d_o(u2))` (`u2`: `v`'s uncached neighbours on `u1`'s
+/// page).
 ///
 /// Each of the target ranges of [`target_parts`] is a task that walks every list in source
 /// order and charges its neighbours in the range (a run: neighbours are sorted by id). Each
-/// `T[u1]` thus adds its terms in source order, as one pass over the lists would, and the
-/// page groups are whole in one range: the sums are bit-identical for any number of threads.
+/// sum thus adds its terms in source order, as one pass over the lists would, and the page
+/// groups are whole in one range: the sums are bit-identical for any number of threads.
 struct Round<'a> {
     offsets: &'a [u64],
-    meta: &'a [u64],
     lists_in_page: &'a [u32],
-    in_degree: &'a [u32],
 }
 
 impl Round<'_> {
-    /// Computes the penalty of every vertex into `penalty`, reading every list once.
-    fn penalties(&self, input: &SelectionInput, parts: &[Range<usize>], penalty: &mut [f64]) -> Result<()> {
-        penalty.fill(0.0);
-        let mut rest = penalty;
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(parts.len());
+    /// Sets every vertex's `t` to its sum, reading every list once.
+    fn penalties(&self, input: &SelectionInput, parts: &[Range<usize>], state: &mut [Vertex]) -> Result<()> {
+        state.iter_mut().for_each(|vertex| vertex.t = 0.0);
+        let mut rest = state;
+        let mut slices: Vec<(usize, &mut [Vertex])> = Vec::with_capacity(parts.len());
         for part in parts {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(part.len());
             slices.push((part.start, head));
@@ -322,32 +334,32 @@ impl Round<'_> {
 
     /// Charges the lists of `sources`, whose targets (`width` bytes each) are `targets` from
     /// edge `offsets[sources.start]` on, to every part on its own thread.
-    fn charge(&self, slices: &mut [(usize, &mut [f64])], sources: Range<usize>, targets: &[u8], width: u64) {
-        slices.par_iter_mut().for_each(|(first, penalty)| match width {
-            4 => self.charge_part::<4>(*first, penalty, sources.clone(), targets),
-            _ => self.charge_part::<8>(*first, penalty, sources.clone(), targets),
+    fn charge(&self, slices: &mut [(usize, &mut [Vertex])], sources: Range<usize>, targets: &[u8], width: u64) {
+        slices.par_iter_mut().for_each(|(first, part)| match width {
+            4 => self.charge_part::<4>(*first, part, sources.clone(), targets),
+            _ => self.charge_part::<8>(*first, part, sources.clone(), targets),
         });
     }
 
-    /// The part of [`charge`](Self::charge) that falls on targets `first..first + penalty.len()`.
-    fn charge_part<const W: usize>(&self, first: usize, penalty: &mut [f64], sources: Range<usize>, targets: &[u8]) {
+    /// The part of [`charge`](Self::charge) that falls on the vertices `part`, from `first`.
+    fn charge_part<const W: usize>(&self, first: usize, part: &mut [Vertex], sources: Range<usize>, targets: &[u8]) {
         let base = self.offsets[sources.start];
         for v in sources {
             let (s, e) = ((self.offsets[v] - base) as usize, (self.offsets[v + 1] - base) as usize);
             let list = Encoded::<W>(&targets[s * W..e * W]);
-            let run = list.within(first, first + penalty.len());
+            let run = list.within(first, first + part.len());
             if !run.is_empty() {
-                self.charge_run(list, run, first, penalty);
+                self.charge_run(list, run, first, part);
             }
         }
     }
 
     /// Charges the neighbours at positions `run` of one list (sorted by id, and pages grow with
     /// ids, so neighbours sharing a page are contiguous).
-    fn charge_run<const W: usize>(&self, list: Encoded<W>, run: Range<usize>, first: usize, penalty: &mut [f64]) {
+    fn charge_run<const W: usize>(&self, list: Encoded<W>, run: Range<usize>, first: usize, part: &mut [Vertex]) {
         let mut i = run.start;
         while i < run.end {
-            let m = self.meta[list.get(i)];
+            let m = part[list.get(i) - first].meta;
             if live_degree(m) == 0 {
                 i += 1;
                 continue;
@@ -356,7 +368,7 @@ impl Round<'_> {
             let mut j = i;
             let mut used_edges = 0u64;
             while j < run.end {
-                let w = self.meta[list.get(j)];
+                let w = part[list.get(j) - first].meta;
                 if page_of(w) != page {
                     break;
                 }
@@ -365,9 +377,9 @@ impl Round<'_> {
             }
             let share = 1.0 / (self.lists_in_page[page].max(1) as f64 * used_edges as f64);
             for p in i..j {
-                let w = list.get(p);
-                if live_degree(self.meta[w]) > 0 {
-                    penalty[w - first] += share / self.in_degree[w].max(1) as f64;
+                let target = &mut part[list.get(p) - first];
+                if live_degree(target.meta) > 0 {
+                    target.t += share;
                 }
             }
             i = j;
@@ -429,7 +441,7 @@ impl Picked {
     /// Caches candidates in heap order while they fit in `limit`: a round but the last ends at
     /// the first that does not fit, the last skips it and goes on (see the module doc) until
     /// not even a one-edge list would fit.
-    fn take(&mut self, input: &SelectionInput, heap: &mut ScoreHeap, limit: u64, last: bool, meta: &mut [u64]) {
+    fn take(&mut self, input: &SelectionInput, heap: &mut ScoreHeap, limit: u64, last: bool) {
         let smallest = INDEX_BYTES_PER_VERTEX + input.edge_bytes;
         while let Some(vertex) = heap.pop() {
             let v = vertex as usize;
@@ -440,21 +452,20 @@ impl Picked {
                 }
                 continue;
             }
-            meta[v] &= !0xFFFF_FFFF;
             self.used += c;
             self.chosen.push(v as u64);
         }
     }
 }
 
-/// A max-heap of vertex ids by `score` (ties: the smaller id first), 4 bytes an entry.
+/// A max-heap of vertex ids by their `t` (ties: the smaller id first), 4 bytes an entry.
 struct ScoreHeap<'a> {
     ids: Vec<u32>,
-    score: &'a [f64],
+    score: &'a [Vertex],
 }
 
 impl<'a> ScoreHeap<'a> {
-    fn new(ids: Vec<u32>, score: &'a [f64]) -> ScoreHeap<'a> {
+    fn new(ids: Vec<u32>, score: &'a [Vertex]) -> ScoreHeap<'a> {
         let mut heap = ScoreHeap { ids, score };
         for i in (0..heap.ids.len() / 2).rev() {
             heap.sift_down(i);
@@ -464,7 +475,7 @@ impl<'a> ScoreHeap<'a> {
 
     /// Whether `a` comes out before `b`.
     fn before(&self, a: u32, b: u32) -> bool {
-        match self.score[a as usize].total_cmp(&self.score[b as usize]) {
+        match self.score[a as usize].t.total_cmp(&self.score[b as usize].t) {
             Ordering::Greater => true,
             Ordering::Less => false,
             Ordering::Equal => a < b,
@@ -594,10 +605,11 @@ mod tests {
             // The targets are really split: 8 ranges of about equal in-arcs, cut between pages.
             let layout = store.csr(Direction::Out).unwrap();
             let offsets = read_all_offsets(&layout).unwrap();
-            let meta: Vec<u64> = (0..3000).map(|v| (offsets[v] * 4 / 512) << 32).collect();
-            let parts = target_parts(&meta, &in_degrees(&store).unwrap(), 8);
+            let state: Vec<Vertex> = (0..3000).map(|v| Vertex { meta: (offsets[v] * 4 / 512) << 32, t: 0.0 }).collect();
+            let parts = target_parts(&state, &in_degrees(&store).unwrap(), 8);
             assert_eq!(parts.len(), 8, "seed {seed}");
-            assert!(parts.iter().all(|r| r.start == 0 || page_of(meta[r.start]) != page_of(meta[r.start - 1])));
+            let page = |v: usize| page_of(state[v].meta);
+            assert!(parts.iter().all(|r| r.start == 0 || page(r.start) != page(r.start - 1)));
         }
     }
 
