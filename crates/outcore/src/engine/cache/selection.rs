@@ -356,7 +356,13 @@ impl Round<'_> {
 
     /// Charges the neighbours at positions `run` of one list (sorted by id, and pages grow with
     /// ids, so neighbours sharing a page are contiguous).
+    ///
+    /// Their entries are first read in a loop whose loads do not wait on one another, so that
+    /// they are fetched together; the grouping below branches on every entry, and each
+    /// mispredicted branch would throw away the loads issued after it.
     fn charge_run<const W: usize>(&self, list: Encoded<W>, run: Range<usize>, first: usize, part: &mut [Vertex]) {
+        let touched = run.clone().fold(0u64, |x, p| x ^ part[list.get(p) - first].meta);
+        std::hint::black_box(touched);
         let mut i = run.start;
         while i < run.end {
             let m = part[list.get(i) - first].meta;
