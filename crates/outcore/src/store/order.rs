@@ -111,26 +111,38 @@ pub fn scan_adjacency(
     chunk_edges: u64,
     mut visit: impl FnMut(u64, &[u64]) -> Result<()>,
 ) -> Result<()> {
-    let chunk_edges = chunk_edges.max(1);
     let mut decoded: Vec<u64> = Vec::new();
+    for chunk in list_chunks(offsets, vertices, chunk_edges) {
+        let first_edge = offsets[chunk.start as usize];
+        layout.read_targets(first_edge, offsets[chunk.end as usize] - first_edge, &mut decoded)?;
+        for u in chunk {
+            let s = (offsets[u as usize] - first_edge) as usize;
+            let e = (offsets[u as usize + 1] - first_edge) as usize;
+            visit(u, &decoded[s..e])?;
+        }
+    }
+    Ok(())
+}
+
+/// The vertices of `vertices` cut into consecutive ranges whose lists (by `offsets`) hold at
+/// most `chunk_edges` edges together; a longer list is a range of its own. What a sequential
+/// scan of the lists reads at once ([`scan_adjacency`]).
+pub fn list_chunks(offsets: &[u64], vertices: Range<u64>, chunk_edges: u64) -> impl Iterator<Item = Range<u64>> + '_ {
+    let chunk_edges = chunk_edges.max(1);
     let mut v = vertices.start;
-    while v < vertices.end {
-        // Vertices [v, w) whose lists fit in one chunk (at least one vertex).
+    std::iter::from_fn(move || {
+        if v >= vertices.end {
+            return None;
+        }
         let first_edge = offsets[v as usize];
         let mut w = v + 1;
         while w < vertices.end && offsets[w as usize + 1] - first_edge <= chunk_edges {
             w += 1;
         }
-        let last_edge = offsets[w as usize];
-        layout.read_targets(first_edge, last_edge - first_edge, &mut decoded)?;
-        for u in v..w {
-            let s = (offsets[u as usize] - first_edge) as usize;
-            let e = (offsets[u as usize + 1] - first_edge) as usize;
-            visit(u, &decoded[s..e])?;
-        }
+        let chunk = v..w;
         v = w;
-    }
-    Ok(())
+        Some(chunk)
+    })
 }
 
 /// The paper's cost model for the store's current order.

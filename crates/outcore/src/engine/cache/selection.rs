@@ -53,7 +53,7 @@ use rayon::prelude::*;
 
 use super::static_cache::{StaticCache, INDEX_BYTES_PER_VERTEX};
 use crate::error::{Error, Result};
-use crate::store::order::shuffle;
+use crate::store::order::{list_chunks, shuffle};
 use crate::store::CsrLayout;
 
 /// How the static cache is filled (`--static-cache-select`).
@@ -315,17 +315,11 @@ impl Round<'_> {
             Lists::Resident(targets) => self.charge(&mut slices, 0..n, targets, width),
             Lists::Streamed { chunk_edges } => {
                 let mut buffer = Vec::new();
-                let mut v = 0;
-                while v < n {
-                    // Vertices [v, w) whose lists fit in one chunk (at least one vertex).
+                for chunk in list_chunks(self.offsets, 0..n as u64, chunk_edges) {
+                    let (v, w) = (chunk.start as usize, chunk.end as usize);
                     let first_edge = self.offsets[v];
-                    let mut w = v + 1;
-                    while w < n && self.offsets[w + 1] - first_edge <= chunk_edges.max(1) {
-                        w += 1;
-                    }
                     input.layout.read_encoded_targets(first_edge, self.offsets[w] - first_edge, &mut buffer)?;
                     self.charge(&mut slices, v..w, &buffer, width);
-                    v = w;
                 }
             }
         }
