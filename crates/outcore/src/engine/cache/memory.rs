@@ -1,0 +1,146 @@
+//! How the cache engine splits `--memory` (module doc of [`super`], "Memory"): reserved vertex
+//! state, offsets and page table first, then the cache, shared between the BASC static cache
+//! (`static_cache_share`) and page-cache frames. One sum, [`MemoryPlan`], gives both the
+//! planner's parts ([`super::plan`]) and the engine's ledger charges.
+
+use super::page_cache::PageCache;
+use super::{CacheOptions, SelectionMethod};
+use crate::error::{Error, Result};
+use crate::runtime::{format_size, MemoryPart};
+use crate::store::Store;
+
+/// The fewest page frames the engine runs with (two batches of at least 4 pages).
+pub(crate) const MIN_FRAMES: u64 = 8;
+/// Bookkeeping not sized per vertex or per page (batches, request lists, thread stacks' use).
+pub(crate) const FIXED_OVERHEAD_BYTES: u64 = 4 << 20;
+
+/// The files read in pages, in page-numbering order: out targets, out weights, in targets,
+/// in weights (those that exist).
+pub(crate) fn paged_files(directed: bool, weighted: bool) -> Vec<String> {
+    let mut rels: Vec<String> = vec!["csr-out/targets".into()];
+    if weighted {
+        rels.push("csr-out/weights".into());
+    }
+    if directed {
+        rels.push("csr-in/targets".into());
+        if weighted {
+            rels.push("csr-in/weights".into());
+        }
+    }
+    rels
+}
+
+/// The global number of each file's first page, and the total number of pages, for files of
+/// `file_bytes(rel)` bytes.
+pub(crate) fn page_numbering(file_bytes: impl Fn(&str) -> u64, rels: &[String], page_size: u64) -> (Vec<u64>, u64) {
+    let mut total_pages = 0u64;
+    let mut first = Vec::new();
+    for rel in rels {
+        first.push(total_pages);
+        total_pages += file_bytes(rel).div_ceil(page_size);
+    }
+    (first, total_pages)
+}
+
+/// The paged files of `store` and their page numbering.
+pub(super) fn store_pages(store: &Store, page_size: u64) -> (Vec<String>, Vec<u64>, u64) {
+    let rels = paged_files(store.is_directed(), store.is_weighted());
+    let file_bytes = |rel: &str| store.manifest().files.get(rel).map_or(0, |f| f.bytes);
+    let (first, total) = page_numbering(file_bytes, &rels, page_size);
+    (rels, first, total)
+}
+
+/// The `--memory` budget that leaves `cache_bytes` (static cache plus page-cache frames with
+/// their bookkeeping) to the caches of the engine on `store`: how benchmarks and tests give
+/// two configurations the same cache memory. At least the engine's minimum (8 page frames) is
+/// given.
+pub fn budget_for_cache_bytes(store: &Store, options: &CacheOptions, cache_bytes: u64) -> u64 {
+    let (_, _, total_pages) = store_pages(store, options.page_size);
+    let minimum_cache = MIN_FRAMES * MemoryPlan::frame_bytes(options);
+    MemoryPlan::fixed(store.num_vertices(), store.is_directed(), total_pages, options) + cache_bytes.max(minimum_cache)
+}
+
+/// How the budget is split (see the module doc): the one sum behind the plan's parts and the
+/// engine's ledger charges.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemoryPlan {
+    pub(super) reserved_state: u64,
+    pub(super) offsets: u64,
+    pub(super) page_table: u64,
+    /// Static cache and page-cache frames together (and what is too small for a frame).
+    pub(super) cache: u64,
+    pub(super) static_cache: u64,
+    pub(super) frames: usize,
+    pub(super) frame_bytes: u64,
+}
+
+impl MemoryPlan {
+    /// Splits `budget` for `vertices` (offsets of two layouts when `directed`) paged in
+    /// `total_pages`, checking that something is left for caching.
+    pub(crate) fn new(
+        vertices: u64,
+        directed: bool,
+        total_pages: u64,
+        budget: u64,
+        options: &CacheOptions,
+    ) -> Result<MemoryPlan> {
+        let reserved_state = vertices * options.state_bytes_per_vertex;
+        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
+        let page_table = PageCache::page_table_bytes(total_pages);
+        let fixed = MemoryPlan::fixed(vertices, directed, total_pages, options);
+        let frame_bytes = MemoryPlan::frame_bytes(options);
+        let minimum = fixed + MIN_FRAMES * frame_bytes;
+        if budget < minimum {
+            return Err(Error::MemoryBudget(format!(
+                "the cache engine needs at least {} for this graph ({vertices} vertices: {} of vertex state, {} of \
+                 offsets, {} of page table, and 8 pages of cache) but the budget is {}",
+                format_size(minimum),
+                format_size(reserved_state),
+                format_size(offsets),
+                format_size(page_table),
+                format_size(budget)
+            )));
+        }
+        let cache = budget - fixed;
+        let mut static_cache = match options.selection {
+            SelectionMethod::None => 0,
+            _ => (cache as f64 * options.static_cache_share) as u64,
+        };
+        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
+        let frames = ((cache - static_cache) / frame_bytes) as usize;
+        Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames, frame_bytes })
+    }
+
+    /// Memory taken before any cache: reserved vertex state, offsets, page table and fixed
+    /// bookkeeping.
+    pub(super) fn fixed(vertices: u64, directed: bool, total_pages: u64, options: &CacheOptions) -> u64 {
+        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
+        vertices * options.state_bytes_per_vertex
+            + offsets
+            + PageCache::page_table_bytes(total_pages)
+            + FIXED_OVERHEAD_BYTES
+    }
+
+    pub(super) fn frame_bytes(options: &CacheOptions) -> u64 {
+        options.page_size + PageCache::metadata_bytes_per_frame(options.page_size)
+    }
+
+    /// What the engine holds before its caches, and keeps for as long as it lives.
+    pub(crate) fn fixed_parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("offsets", self.offsets),
+            MemoryPart::new("page table", self.page_table),
+            MemoryPart::new("bookkeeping", FIXED_OVERHEAD_BYTES),
+        ]
+    }
+
+    /// What the engine holds once the static-cache selection is done: the vertex state it
+    /// reserves and the caches.
+    pub(crate) fn cache_parts(&self) -> [MemoryPart; 3] {
+        [
+            MemoryPart::new("vertex state", self.reserved_state),
+            MemoryPart::new("static cache", self.static_cache),
+            MemoryPart::new("page cache", self.frames as u64 * self.frame_bytes),
+        ]
+    }
+}
