@@ -10,6 +10,7 @@ mod cache_support;
 use cache_support::assert_same;
 use outcore::algo::support::support_matrix;
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::planner::PlanGraph;
 use outcore::engine::{EngineKind, RunOptions, Runner};
@@ -250,6 +251,30 @@ fn pregel_builds_its_partition_on_first_use() {
     // The second run finds it and plans no build.
     let (_, runner) = run(&s.store, EngineKind::Pregel, 256 << 20, "wcc");
     assert_eq!(runner.finish("wcc").plan.unwrap().builds, None);
+}
+
+/// The cache engine selects its static cache on a store's first run and saves the selection
+/// as a layout: its plan names that build, and prices the selection's reads, until a run has
+/// saved it; then the plan and the run read less.
+#[test]
+fn cache_plans_its_static_cache_selection_until_one_is_saved() {
+    let s = &stores()[1];
+    let budget = budget_for_cache_bytes(&s.store, &CacheOptions::default(), 100 << 10);
+    let first_run = || {
+        let (result, runner) = run(&s.store, EngineKind::Cache, budget, "bfs");
+        result.unwrap();
+        let stats = runner.finish("bfs");
+        (stats.plan.clone().unwrap(), stats.bytes_read)
+    };
+    let (plan, read) = first_run();
+    let layout = plan.builds.clone().expect("the first plan selects");
+    assert!(layout.starts_with("static-cache-selection/"), "{layout}");
+    let saved = Store::open(s.store.dir()).unwrap();
+    assert!(saved.manifest().layouts.contains_key(&layout), "the run saved {layout}");
+    let (again, read_again) = first_run();
+    assert_eq!(again.builds, None, "the second plan loads the saved selection");
+    assert!(again.bytes_read < plan.bytes_read, "planned {} then {}", plan.bytes_read, again.bytes_read);
+    assert!(read_again < read, "read {read} then {read_again}");
 }
 
 #[test]

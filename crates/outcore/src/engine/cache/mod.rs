@@ -60,6 +60,7 @@ use std::time::Instant;
 pub use memory::budget_for_cache_bytes;
 use memory::store_pages;
 pub(crate) use memory::{page_numbering, paged_files, MemoryPlan};
+pub(crate) use saved_selection::{gvs_holds_lists, selection_names};
 
 use self::frontier::{Bitmap, Frontier};
 pub use selection::SelectionMethod;
