@@ -159,12 +159,12 @@ fn ensure_partition(runner: &Runner, t: &dyn Transport) -> Result<()> {
 }
 
 /// The message file size B a rank uses: the option when given, else the default lowered (to
-/// 64 KiB at least) so that the W + 5 message buffers of a rank fit in what the budget leaves
+/// 64 KiB at least) so that the message buffers of a rank ([`sizing::message_buffers`]) fit in what the budget leaves
 /// after the rank's `fixed` memory (vertex records, edge buffers, A_s/A_r), and take at most
 /// half of the budget — a small budget still runs, with more, smaller message files.
 pub fn message_file_size(options: &PregelOptions, budget: u64, ranks: usize, fixed: u64) -> u64 {
     let room = (budget / 2).min(budget.saturating_sub(fixed));
-    let fitting = room / (ranks as u64 + 5);
+    let fitting = room / sizing::message_buffers(ranks);
     options.message_file_size.unwrap_or_else(|| DEFAULT_MESSAGE_FILE_SIZE.min(fitting.max(64 << 10)))
 }
 

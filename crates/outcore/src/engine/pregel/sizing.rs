@@ -3,8 +3,8 @@
 //! ([`size_rank`]) serves the run ([`super::rank::run_rank`]) and the planner
 //! ([`super::plan`]), so that `--explain` shows what the run will charge to its ledger.
 //!
-//! GraphD §4 gives a rank O(|V|/W) memory: its vertex array A and values, W + 5 message
-//! buffers of B bytes, and in recoded mode with a combiner the arrays A_s (W > 1) and A_r that
+//! GraphD §4 gives a rank O(|V|/W) memory: its vertex array A and values, (1 + SEND_WINDOW) W + 5
+//! message buffers of B bytes, and in recoded mode with a combiner the arrays A_s (W > 1) and A_r that
 //! messages fold into (§5). What the budget leaves then goes to the compute buffers of a wave
 //! ([`super::parallel`]) and, when it holds them, to the rank's edge lists kept resident
 //! ([`super::lists`]). A recoded rank whose program sends dense uniform messages pulls
@@ -15,6 +15,7 @@ use super::lists::ResidentEdges;
 use super::partition::VERTEX_RECORD_BYTES;
 use super::rank::{StepProgram, VertexRecord};
 use super::streams::EDGE_BUFFER_BYTES;
+use super::units::SEND_WINDOW;
 use super::PregelOptions;
 use crate::engine::planner::{ProgramForm, ProgramShape};
 use crate::error::{Error, Result};
@@ -207,10 +208,17 @@ pub(crate) fn narrow_names(recoded: bool, ranks: u64, max_local: u64) -> bool {
     recoded && ranks * (max_local + 1) < 1 << 32
 }
 
+/// The message buffers of B bytes a rank holds with W ranks: one outgoing buffer per
+/// destination, [`SEND_WINDOW`] batches in flight from each rank, and five more (the sender's
+/// and receiver's batches and the merge buffers of S^I).
+pub(crate) fn message_buffers(ranks: usize) -> u64 {
+    (ranks * (1 + SEND_WINDOW) + 5) as u64
+}
+
 /// Memory of a rank: its vertex array and values, and in recoded mode A_s (W > 1) and A_r,
-/// plus its buffers: the edge stream's and W + 5 message buffers of the message file size B each
-/// (the outgoing buffers, one per destination, the sender's and receiver's batches and the
-/// merge buffers of S^I); then the compute buffers of a wave ([`super::parallel`]) and, when
+/// plus its buffers: the edge stream's and [`message_buffers`] of the message file size B each
+/// (the outgoing buffers, one per destination, the batches other ranks may have in flight to
+/// it, the sender's and receiver's batches and the merge buffers of S^I); then the compute buffers of a wave ([`super::parallel`]) and, when
 /// what is left holds them, the rank's resident edge lists ([`super::lists`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RankMemory {
@@ -232,7 +240,7 @@ impl RankMemory {
             n_local,
             vertex_part: n_local * (VERTEX_RECORD_BYTES + value_bytes + 1),
             arrays,
-            buffer_count: ranks as u64 + 5,
+            buffer_count: message_buffers(ranks),
             compute: 0,
             resident: 0,
         }

@@ -29,6 +29,14 @@ pub(super) const TAG_MESSAGES: [Tag; 2] = [100, 101];
 pub(super) const KIND_DATA: u8 = 0;
 pub(super) const KIND_END: u8 = 1;
 pub(super) const KIND_STOP: u8 = 2;
+/// U_r's receipts: one payload back to the sender for every batch it has taken in.
+const TAG_CREDITS: Tag = 102;
+/// Batches U_s may have sent to one destination that its U_r has not yet taken in. GraphD §4
+/// sends one file at a time; without a bound, a sender faster than the receiver's sorting filled
+/// the receiver's mailbox with a whole step of messages (CDLP on RMAT-22, no combiner: 922 MiB
+/// of RSS for a 384 MiB budget). A rank's memory counts these W · `SEND_WINDOW` batches among
+/// its message buffers ([`super::sizing`]).
+pub(super) const SEND_WINDOW: usize = 2;
 
 /// What U_c hands U_s: a finished message file, or the end of a step.
 pub(super) enum SenderJob {
@@ -69,13 +77,23 @@ pub(super) fn sender_unit<S: StepProgram>(
     // one rank sends none).
     let mut combining: Vec<Option<S::Msg>> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
+    let mut in_flight = vec![0usize; ranks];
     loop {
+        while let Some(receipt) = t.try_recv(TAG_CREDITS)? {
+            take_credit(&mut in_flight, receipt.from)?;
+        }
         // Take what U_c has handed over; block only when there is nothing to do.
         let nothing_pending = pending.iter().all(VecDeque::is_empty) && end_of.is_empty();
         let job = if nothing_pending {
             match jobs.recv() {
                 Ok(job) => Some(job),
-                Err(_) => return Ok(stats),
+                Err(_) => {
+                    // Every batch sent is taken in before the run ends: collect the receipts.
+                    while in_flight.iter().any(|&n| n > 0) {
+                        take_credit(&mut in_flight, t.recv(TAG_CREDITS)?.from)?;
+                    }
+                    return Ok(stats);
+                }
             }
         } else {
             jobs.try_recv().ok()
@@ -85,7 +103,8 @@ pub(super) fn sender_unit<S: StepProgram>(
             Some(SenderJob::EndOfStep { step }) => end_of.push_back(step),
             None => {}
         }
-        if let Some(dest) = (0..ranks).map(|i| (cursor + i) % ranks).find(|&d| !pending[d].is_empty()) {
+        let sendable = |d: usize| !pending[d].is_empty() && in_flight[d] < SEND_WINDOW;
+        if let Some(dest) = (0..ranks).map(|i| (cursor + i) % ranks).find(|&d| sendable(d)) {
             let (step, path) = pending[dest].pop_front().expect("a pending file");
             let raw = take_file(&path, counters)?;
             let mut payload = Vec::with_capacity(raw.len() + 1);
@@ -103,6 +122,7 @@ pub(super) fn sender_unit<S: StepProgram>(
             stats.messages_bytes += payload.len() as u64 - 1;
             stats.files += 1;
             t.send(dest, TAG_MESSAGES[step % 2], payload)?;
+            in_flight[dest] += 1;
             cursor = (dest + 1) % ranks;
             continue;
         }
@@ -113,8 +133,24 @@ pub(super) fn sender_unit<S: StepProgram>(
                 for i in 1..=ranks {
                     t.send((rank + i) % ranks, TAG_MESSAGES[step % 2], vec![KIND_END])?;
                 }
+                continue;
             }
         }
+        // Files wait only for receipts: wait for one rather than spin.
+        if pending.iter().any(|p| !p.is_empty()) {
+            take_credit(&mut in_flight, t.recv(TAG_CREDITS)?.from)?;
+        }
+    }
+}
+
+/// Counts a receipt from `from`'s U_r against the batches in flight to it.
+fn take_credit(in_flight: &mut [usize], from: usize) -> Result<()> {
+    match in_flight.get_mut(from) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            Ok(())
+        }
+        _ => Err(corrupt(from)),
     }
 }
 
@@ -226,6 +262,7 @@ pub(super) fn receiver_unit<S: StepProgram>(
                         write_file(&path, &sorted, counters)?;
                         incoming.files.push(path);
                     }
+                    t.send(envelope.from, TAG_CREDITS, vec![KIND_DATA])?;
                 }
                 _ => return Err(corrupt(envelope.from)),
             }
