@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
-use outcore::engine::pregel::{partition, PregelOptions};
+use outcore::engine::pregel::{self, partition, PregelOptions};
 use outcore::engine::{Delivery, EngineKind, PregelIteration, RunOptions, RunStats, Runner};
 use outcore::generate::{generate_into_store, EdgeGenerator, ErdosRenyi, ErdosRenyiConfig, Rmat, RmatConfig};
 use outcore::ingest::ImportOptions;
@@ -720,4 +720,91 @@ fn resident_lists_are_read_once_and_computed_on_several_threads() {
     assert_eq!(slow, Runner::new(&g.store, options).run_pregel_wire(&Slow).unwrap());
     let threads = stats.per_iteration[0].figures.pregel().unwrap().threads;
     assert!(threads > 1, "superstep 0 ran on {threads} thread(s) of 4");
+}
+
+/// A transport that watches pregel's message batches on their way: it counts, for every sender
+/// and receiver, the batches sent but not yet received, and keeps the largest count seen. Its
+/// receivers are slow (each batch waits 2 ms before U_r may sort it), so senders that ignored
+/// their window would pile a step's batches up in the mailbox.
+struct WatchedBatches {
+    inner: InProcessTransport,
+    waiting: Arc<std::sync::Mutex<WaitingBatches>>,
+}
+
+#[derive(Default)]
+struct WaitingBatches {
+    /// `(from, to)`: batches sent and not yet received.
+    now: std::collections::HashMap<(usize, usize), usize>,
+    peak: usize,
+    batches: u64,
+}
+
+fn is_batch(tag: u32, payload: &[u8]) -> bool {
+    pregel::TAG_MESSAGES.contains(&tag) && payload.len() > 1 && payload[0] == pregel::KIND_DATA
+}
+
+impl Transport for WatchedBatches {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn ranks(&self) -> usize {
+        self.inner.ranks()
+    }
+    fn send(&self, to: usize, tag: u32, payload: Vec<u8>) -> outcore::Result<()> {
+        if is_batch(tag, &payload) {
+            let mut w = self.waiting.lock().unwrap();
+            let n = w.now.entry((self.rank(), to)).or_default();
+            *n += 1;
+            let n = *n;
+            w.peak = w.peak.max(n);
+            w.batches += 1;
+        }
+        self.inner.send(to, tag, payload)
+    }
+    fn recv(&self, tag: u32) -> outcore::Result<outcore::transport::Envelope> {
+        let envelope = self.inner.recv(tag)?;
+        if is_batch(tag, &envelope.payload) {
+            *self.waiting.lock().unwrap().now.get_mut(&(envelope.from, self.rank())).unwrap() -= 1;
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Ok(envelope)
+    }
+    fn try_recv(&self, tag: u32) -> outcore::Result<Option<outcore::transport::Envelope>> {
+        assert!(!pregel::TAG_MESSAGES.contains(&tag), "U_r waits for batches with recv");
+        self.inner.try_recv(tag)
+    }
+    fn abort(&self, error: &Error) {
+        self.inner.abort(error)
+    }
+}
+
+/// U_s keeps at most `SEND_WINDOW` batches in flight to each destination, with and without a
+/// combiner, however slow the receiver (CDLP on RMAT-22 used to pile a whole step up in a
+/// receiver's mailbox: 922 MiB of RSS for a 384 MiB budget). The runs still equal inmem.
+#[test]
+fn senders_keep_at_most_the_window_of_batches_in_flight_to_a_slow_receiver() {
+    let g = rmat();
+    partition::partition(&g.store, 3, false, MemoryBudget::new(64 << 20), &NoProgress, &CancelToken::new()).unwrap();
+    for algorithm in ["pr", "cdlp"] {
+        let p = params(&g, algorithm);
+        let waiting = Arc::new(std::sync::Mutex::new(WaitingBatches::default()));
+        let outcomes = InProcessTransport::run(3, |t| {
+            let options = RunOptions {
+                engine: EngineKind::Pregel,
+                memory: MemoryBudget::new(64 << 20),
+                pregel: PregelOptions { message_file_size: Some(1024), ..PregelOptions::default() },
+                ..RunOptions::default()
+            };
+            let watched = WatchedBatches { inner: t.clone(), waiting: Arc::clone(&waiting) };
+            let runner = Runner::new(&g.store, options).with_transport(Arc::new(watched));
+            run_algorithm(&runner, algorithm, &p)
+        })
+        .unwrap();
+        assert_same(algorithm, &inmem(&g.store, algorithm, &p), &outcomes[0], algorithm);
+        let w = waiting.lock().unwrap();
+        // Enough batches that an unbounded sender would have run ahead: dozens per rank pair.
+        assert!(w.batches > 60 * 6, "{algorithm}: only {} batches", w.batches);
+        assert_eq!(w.peak, pregel::SEND_WINDOW, "{algorithm}: batches waiting at one receiver from one sender");
+        assert!(w.now.values().all(|&n| n == 0), "{algorithm}: every batch received");
+    }
 }

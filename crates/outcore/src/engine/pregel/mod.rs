@@ -69,6 +69,7 @@ use crate::VertexId;
 use lists::ListCursor;
 use parallel::Sink;
 use rank::{RankSettings, StepProgram, Totals, VertexRecord};
+pub use units::{KIND_DATA, SEND_WINDOW, TAG_MESSAGES};
 
 /// The default size of a message file (GraphD's B).
 pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;

@@ -22,11 +22,12 @@ use crate::runtime::IoCounters;
 use crate::transport::{Tag, Transport};
 
 /// Messages of even and odd supersteps travel on different tags, so a rank that starts sending
-/// step `s + 1` can never be mistaken for one still sending `s`.
-pub(super) const TAG_MESSAGES: [Tag; 2] = [100, 101];
+/// step `s + 1` can never be mistaken for one still sending `s`. Public so that a transport which
+/// watches a job's traffic (a test's) can tell message batches apart.
+pub const TAG_MESSAGES: [Tag; 2] = [100, 101];
 /// The first byte of every payload between ranks: data, the end of a step, or (to U_r) the end
 /// of the run.
-pub(super) const KIND_DATA: u8 = 0;
+pub const KIND_DATA: u8 = 0;
 pub(super) const KIND_END: u8 = 1;
 pub(super) const KIND_STOP: u8 = 2;
 /// U_r's receipts: one payload back to the sender for every batch it has taken in.
@@ -36,7 +37,7 @@ const TAG_CREDITS: Tag = 102;
 /// the receiver's mailbox with a whole step of messages (CDLP on RMAT-22, no combiner: 922 MiB
 /// of RSS for a 384 MiB budget). A rank's memory counts these W · `SEND_WINDOW` batches among
 /// its message buffers ([`super::sizing`]).
-pub(super) const SEND_WINDOW: usize = 2;
+pub const SEND_WINDOW: usize = 2;
 
 /// What U_c hands U_s: a finished message file, or the end of a step.
 pub(super) enum SenderJob {
