@@ -254,6 +254,30 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
     assert!(built <= dirty[first_shadow] + dirty[first_shadow - 1]);
 }
 
+/// Dynamic shard sets come and go every few steps (every step under ADS); the files of a
+/// retired set are overwritten by the next one in place rather than deleted and created again,
+/// so the run creates only as many set directories as sets alive at once (the one read and the
+/// one written), whatever the number of sets built — and the reused, possibly longer files
+/// change no result.
+#[test]
+fn retired_dynamic_shard_sets_hand_their_directories_to_the_next_set() {
+    let g = rmat_graph();
+    let p = params(&g, "pr-delta");
+    let expected = inmem(&g.store, "pr-delta", &p);
+    for policy in [DynamicPolicy::Ads, DynamicPolicy::Ods] {
+        let what = format!("pr-delta {policy:?}");
+        let options = shards_options(512 << 10, None, Some(policy));
+        assert_eq!(options.shards.delayed_delivery, DelayedDelivery::Adjacency);
+        let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+        assert_same("pr-delta", &expected, &got, &what);
+        let figures = run_figures(&stats);
+        let built = figures.dynamic_sets_built.unwrap();
+        let directories = figures.dynamic_set_directories.unwrap();
+        assert!(built > 2, "{what}: only {built} dynamic shard sets built");
+        assert!((1..=2).contains(&directories), "{what}: {directories} directories for {built} sets");
+    }
+}
+
 #[test]
 fn graphalytics_validation_passes_on_the_shards_engine() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graphalytics");

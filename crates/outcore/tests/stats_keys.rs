@@ -149,6 +149,8 @@ const SHARDS_RUN: &[&str] = &[
     ".delayed_delivery:str",
     ".dynamic_policy:str",
     ".dynamic_policy_reason:str",
+    ".dynamic_set_directories:int",
+    ".dynamic_sets_built:int",
     ".engine_peak_rss_bytes:int",
     ".shadow_iterations:int",
     ".shards:int",

@@ -609,6 +609,14 @@ pub struct ShardsRun {
     /// Shadow iterations run (absent until the run ended).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow_iterations: Option<u64>,
+    /// Dynamic shard sets built (absent until the run ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_sets_built: Option<u64>,
+    /// Directories those sets' files were written in: a retired set's directory (and its
+    /// files) is reused by the next set, so this stays at the number of sets alive at once
+    /// (absent until the run ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_set_directories: Option<u64>,
     /// The process's peak RSS at the end of the run (absent until the run ended).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_peak_rss_bytes: Option<u64>,

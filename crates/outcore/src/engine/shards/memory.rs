@@ -313,6 +313,8 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             dynamic_policy_reason: policy_reason.to_string(),
             delayed_delivery: runner.options().shards.delayed_delivery,
             shadow_iterations: None,
+            dynamic_sets_built: None,
+            dynamic_set_directories: None,
             engine_peak_rss_bytes: None,
         };
         runner.record_figures(|run| run.shards = Some(figures.clone()));
@@ -383,6 +385,8 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
         }
         bar.finish();
         figures.shadow_iterations = Some(0);
+        figures.dynamic_sets_built = Some(0);
+        figures.dynamic_set_directories = Some(0);
         figures.engine_peak_rss_bytes = Some(peak_rss_bytes());
         runner.record_figures(|run| run.shards = Some(figures));
         for (v, x) in self.values.iter().enumerate() {

@@ -419,6 +419,8 @@ struct Executor<'a, P: VertexProgram> {
     delivery: DelayedDelivery,
     direct: DirectDelivery<P::Msg>,
     next_set_id: usize,
+    /// Directories of retired dynamic shard sets, whose files the next set overwrites.
+    spare_set_dirs: Vec<PathBuf>,
     sizing: DiskSizing,
     /// The ledger charges of `sizing`'s parts, held for the run.
     _charges: Vec<Charge>,
@@ -477,6 +479,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             delivery,
             direct,
             next_set_id: 0,
+            spare_set_dirs: Vec::new(),
             sizing,
             _charges: charges,
         })
@@ -496,6 +499,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             dynamic_policy_reason: policy_reason.to_string(),
             delayed_delivery: self.delivery,
             shadow_iterations: None,
+            dynamic_sets_built: None,
+            dynamic_set_directories: None,
             engine_peak_rss_bytes: None,
         };
         runner.record_figures(|run| run.shards = Some(figures.clone()));
@@ -509,6 +514,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let [mut global_sum, mut second_global_sum] = [0.0; 2];
         let mut step = 0usize;
         let mut shadows = 0usize;
+        let mut sets_built = 0u64;
         loop {
             runner.cancel_token().check()?;
             let started = Instant::now();
@@ -519,8 +525,11 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 IterationContext { iteration: step.saturating_sub(1), graph: info, global_sum, second_global_sum };
             let mut writer = match plan.build_since {
                 Some(_) => {
-                    let dir = self.work.0.join(format!("dynamic-{}", self.next_set_id));
-                    self.next_set_id += 1;
+                    sets_built += 1;
+                    let dir = self.spare_set_dirs.pop().unwrap_or_else(|| {
+                        self.next_set_id += 1;
+                        self.work.0.join(format!("dynamic-{}", self.next_set_id - 1))
+                    });
                     Some(DynamicShardWriter::create(
                         dir,
                         self.layout.shards,
@@ -562,9 +571,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                 // either once their records have been written back (this step's messages are
                 // in the new set); without removing them ADS would hold P files per step.
                 if plan.kind == StepKind::Shadow || self.delivery == DelayedDelivery::Adjacency {
-                    for old in self.dynamic_sets.drain(..) {
-                        old.remove()?;
-                    }
+                    self.spare_set_dirs.extend(self.dynamic_sets.drain(..).map(DynamicShardSet::retire));
                 }
                 self.dynamic_sets.push(set);
             }
@@ -631,10 +638,15 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         }
         bar.finish();
         figures.shadow_iterations = Some(shadows as u64);
+        figures.dynamic_sets_built = Some(sets_built);
+        figures.dynamic_set_directories = Some(self.next_set_id as u64);
         figures.engine_peak_rss_bytes = Some(peak_rss_bytes());
         runner.record_figures(|run| run.shards = Some(figures));
         for set in self.dynamic_sets.drain(..) {
             set.remove()?;
+        }
+        for dir in self.spare_set_dirs.drain(..) {
+            std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
         }
         self.visit_values(visit)
     }
