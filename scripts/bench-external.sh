@@ -5,6 +5,9 @@
 #   shards pr x20 / wcc       vs old shards    (1 GiB cgroup v1, --memory 768MiB)
 #   pregel pr x10, W = 1      vs stream        (--memory 1GiB, recoded partitions)
 #   pregel pr x10, W = 2      vs W = 1         (mpirun -n 2, when MPI_BINARY is set)
+#   dynamic pr-delta ads/ods  vs old shards    (1 GiB cgroup v1, --memory DYNAMIC_MEMORY, 8MiB;
+#                                               CASES=dynamic, meant for a small store, RMAT-16;
+#                                               DYNAMIC_POLICIES, default "ads ods")
 # Every run is cold (page cache dropped), binaries alternate, medians of ROUNDS for runs under
 # a minute (one run otherwise, as the issue says). Prints wall, iteration seconds, MiB read and
 # written, peak RSS, and the ratio each case is judged by.
@@ -148,4 +151,16 @@ if [[ " $CASES " == *" pregel "* ]]; then
     cmp "pr x10" "$ROUNDS" "$WORK/mpirun2 $NEW_STORE 8G 1GiB pregel pr --iterations 10 --recode" \
       "$MPI_BINARY $NEW_STORE 8G 1GiB pregel pr --iterations 10 --recode"
   fi
+fi
+
+if [[ " $CASES " == *" dynamic "* ]]; then
+  # Many intervals and a dynamic shard set built every ADS step: the steps' file handling
+  # (creating, overwriting, removing the sets' files) shows here, not on RMAT-22's few steps.
+  DYNAMIC_MEMORY=${DYNAMIC_MEMORY:-8MiB}
+  echo "shards pr-delta with dynamic shards, 1 GiB cgroup, --memory $DYNAMIC_MEMORY, old binary against this checkout (ratio: old wall / new wall)"
+  header "case (old | new)" "speed-up"
+  for policy in ${DYNAMIC_POLICIES:-ads ods}; do
+    cmp "pr-delta $policy" "$ROUNDS" "$OLD $OLD_STORE 1G $DYNAMIC_MEMORY shards pr-delta --dynamic $policy" \
+      "$NEW $NEW_STORE 1G $DYNAMIC_MEMORY shards pr-delta --dynamic $policy"
+  done
 fi
