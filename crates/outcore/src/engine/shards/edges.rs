@@ -14,20 +14,18 @@
 //! with the same block index, each edge also naming its position in the static shard so that a
 //! shadow iteration can overlay it. Its files live in the run's work directory, one directory
 //! per set; a retired set's directory is reused by a later set, whose files overwrite its own
-//! ([`WorkFileWriter`]).
+//! ([`WorkFile::overwrite`]).
 //!
 //! Messages and values are moved to and from disk as their in-memory bytes: the engine
 //! requires plain-old-data `Msg` and `Value` types without padding (f64, u64, arrays and
 //! tuples of them — every program of this crate).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::layout::{run_record_bytes, ShardLayout};
+use super::layout::{run_record_bytes, FileWriter, ShardLayout};
 use crate::error::{Error, IoContext, Result};
-use crate::runtime::io::CountingWriter;
 use crate::runtime::IoCounters;
 use crate::store::csr::{check_ids, decode_targets};
 use crate::store::StoreFile;
@@ -120,11 +118,32 @@ impl WorkFile {
         Ok(WorkFile { path: path.to_path_buf(), file, counters })
     }
 
-    /// Opens an existing work file (written by a [`WorkFileWriter`]).
-    pub fn open(path: &Path, counters: IoCounters) -> Result<WorkFile> {
-        let file =
-            OpenOptions::new().read(true).write(true).open(path).context(|| format!("opening {}", path.display()))?;
-        Ok(WorkFile { path: path.to_path_buf(), file, counters })
+    /// Writes a work file from its start (a dynamic shard's files), buffered and counted; no
+    /// checksums, as the file lives only as long as the run that reads it back.
+    ///
+    /// An existing file is overwritten in place, not truncated first: the directory of a
+    /// retired dynamic shard set is reused by a later one ([`DynamicShardSet::retire`]), and
+    /// writing over its files spares the file system the inode and block allocation of new
+    /// ones. Creating and deleting P × 4 files every step made the kernel's inode allocator
+    /// (ext4's `find_inode_bit` / `recently_deleted`) the largest cost of an ADS run.
+    pub(crate) fn overwrite(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<FileWriter> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .context(|| format!("creating {}", path.display()))?;
+        Ok(FileWriter::new(file, path, buffer_bytes, counters))
+    }
+
+    /// The file [`overwrite`](Self::overwrite) wrote, cut to what was written this time (an
+    /// earlier, longer use may have left bytes behind).
+    pub(crate) fn finish(writer: FileWriter, counters: IoCounters) -> Result<WorkFile> {
+        let (path, bytes) = (writer.path().to_path_buf(), writer.bytes());
+        let file = writer.into_file()?;
+        file.set_len(bytes).context(|| format!("sizing {}", path.display()))?;
+        Ok(WorkFile { path, file, counters })
     }
 
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
@@ -137,55 +156,6 @@ impl WorkFile {
         self.file.write_all_at(buf, offset).context(|| format!("writing {}", self.path.display()))?;
         self.counters.record_write(buf.len() as u64);
         Ok(())
-    }
-}
-
-/// A counted, buffered, sequential writer of one work file of a run (a dynamic shard's
-/// files). Work files live only as long as the run that reads them back, so unlike the store's
-/// layout files they carry no checksums.
-///
-/// The file is overwritten in place, not truncated first: a directory of a retired dynamic
-/// shard set is reused for a later one (see [`DynamicShardSet::retire`]), and writing over its
-/// files' blocks spares the file system both the inode and the block allocation of new files.
-/// Creating and deleting P × 4 files every step made the kernel's inode allocator (ext4's
-/// `find_inode_bit` / `recently_deleted`) the largest cost of an ADS run.
-pub struct WorkFileWriter {
-    path: PathBuf,
-    out: CountingWriter<BufWriter<File>>,
-    bytes: u64,
-}
-
-impl WorkFileWriter {
-    pub fn create(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .context(|| format!("creating {}", path.display()))?;
-        let out = CountingWriter::new(BufWriter::with_capacity(buffer_bytes, file), counters);
-        Ok(WorkFileWriter { path: path.to_path_buf(), out, bytes: 0 })
-    }
-
-    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.bytes += bytes.len() as u64;
-        let path = &self.path;
-        self.out.write_all(bytes).context(|| format!("writing {}", path.display()))
-    }
-
-    pub fn write_uint(&mut self, value: u64, width: u64) -> Result<()> {
-        self.write(&value.to_le_bytes()[..width as usize])
-    }
-
-    /// Flushes the buffer and cuts off what an earlier, longer use of the file left behind.
-    pub fn finish(self) -> Result<()> {
-        let path = self.path;
-        let file = self
-            .out
-            .into_inner()
-            .into_inner()
-            .map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
-        file.set_len(self.bytes).context(|| format!("sizing {}", path.display()))
     }
 }
 
@@ -452,14 +422,8 @@ impl DynamicShardSet {
         self.shards.iter().map(|d| *d.edge_start.last().unwrap()).sum()
     }
 
-    /// Deletes the set's files.
-    pub fn remove(self) -> Result<()> {
-        let dir = self.retire();
-        std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))
-    }
-
     /// Closes the set's files and gives back its directory, whose files a later
-    /// [`DynamicShardWriter`] overwrites.
+    /// [`DynamicShardWriter`] overwrites (or the run removes at its end).
     pub fn retire(self) -> PathBuf {
         self.dir
     }
@@ -476,11 +440,11 @@ pub struct DynamicShardWriter {
 }
 
 struct ShardWriter {
-    runs: WorkFileWriter,
-    targets: WorkFileWriter,
-    weights: Option<WorkFileWriter>,
-    static_index: WorkFileWriter,
-    records: [Option<WorkFileWriter>; 2],
+    runs: FileWriter,
+    targets: FileWriter,
+    weights: Option<FileWriter>,
+    static_index: FileWriter,
+    records: [Option<FileWriter>; 2],
     open_run: Option<(VertexId, u32)>,
     run_count: u64,
     edge_count: u64,
@@ -501,7 +465,7 @@ impl DynamicShardWriter {
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
         let files = 3 + weights as u64 + directions.iter().filter(|&&d| d).count() as u64;
         let per_file = (buffer_bytes / (shards as u64 * files)).clamp(4 << 10, 256 << 10) as usize;
-        let create = |name: String| WorkFileWriter::create(&dir.join(name), per_file, counters.clone());
+        let create = |name: String| WorkFile::overwrite(&dir.join(name), per_file, counters.clone());
         let mut writers = Vec::with_capacity(shards);
         for k in 0..shards {
             writers.push(ShardWriter {
@@ -570,7 +534,7 @@ impl DynamicShardWriter {
     /// Closes the files; the set is used from step `first_step` on.
     pub fn finish(self, first_step: usize, counters: &IoCounters) -> Result<DynamicShardSet> {
         let mut shards = Vec::with_capacity(self.shards);
-        for (k, mut w) in self.writers.into_iter().enumerate() {
+        for mut w in self.writers {
             if let Some((src, c)) = w.open_run.take() {
                 w.runs.write_uint(src, self.width)?;
                 w.runs.write(&c.to_le_bytes())?;
@@ -580,20 +544,14 @@ impl DynamicShardWriter {
                 w.run_start.push(w.run_count);
                 w.edge_start.push(w.edge_count);
             }
-            let open = |name: String, writer: WorkFileWriter| -> Result<WorkFile> {
-                writer.finish()?;
-                WorkFile::open(&self.dir.join(name), counters.clone())
-            };
+            let finish = |writer: FileWriter| WorkFile::finish(writer, counters.clone());
             let [fwd, bwd] = w.records;
             shards.push(DynamicShard {
-                runs: open(format!("{k}.runs"), w.runs)?,
-                targets: open(format!("{k}.targets"), w.targets)?,
-                weights: w.weights.map(|x| open(format!("{k}.weights"), x)).transpose()?,
-                static_index: open(format!("{k}.static-index"), w.static_index)?,
-                records: [
-                    fwd.map(|x| open(format!("{k}.fwd"), x)).transpose()?,
-                    bwd.map(|x| open(format!("{k}.bwd"), x)).transpose()?,
-                ],
+                runs: finish(w.runs)?,
+                targets: finish(w.targets)?,
+                weights: w.weights.map(finish).transpose()?,
+                static_index: finish(w.static_index)?,
+                records: [fwd.map(finish).transpose()?, bwd.map(finish).transpose()?],
                 run_start: w.run_start,
                 edge_start: w.edge_start,
             });

@@ -207,30 +207,23 @@ fn interval_of(intervals: &[VertexId], v: VertexId) -> usize {
     intervals.partition_point(|&start| start <= v) - 1
 }
 
-/// A counted, checksummed, buffered writer of one new layout file.
-pub(crate) struct LayoutFileWriter {
+/// A counted, buffered, sequential writer of one file; its errors name the file. The layout's
+/// files ([`LayoutFileWriter`], checksummed) and a run's dynamic shards
+/// ([`super::edges::DynamicShardWriter`], not) are written through it.
+pub(crate) struct FileWriter {
     path: PathBuf,
     out: CountingWriter<BufWriter<File>>,
-    hasher: crc32fast::Hasher,
-    blocks: crate::store::blocks::BlockHasher,
     bytes: u64,
 }
 
-impl LayoutFileWriter {
-    pub(crate) fn create(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self> {
-        let file = File::create(path).context(|| format!("creating {}", path.display()))?;
-        Ok(LayoutFileWriter {
-            path: path.to_path_buf(),
-            out: CountingWriter::new(BufWriter::with_capacity(buffer_bytes, file), counters),
-            hasher: crc32fast::Hasher::new(),
-            blocks: Default::default(),
-            bytes: 0,
-        })
+impl FileWriter {
+    /// Writes `file` (open for writing) from its start through a buffer of `buffer_bytes`.
+    pub(crate) fn new(file: File, path: &Path, buffer_bytes: usize, counters: IoCounters) -> Self {
+        let out = CountingWriter::new(BufWriter::with_capacity(buffer_bytes, file), counters);
+        FileWriter { path: path.to_path_buf(), out, bytes: 0 }
     }
 
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.hasher.update(bytes);
-        self.blocks.update(bytes);
         self.bytes += bytes.len() as u64;
         let path = &self.path;
         self.out.write_all(bytes).context(|| format!("writing {}", path.display()))
@@ -240,18 +233,57 @@ impl LayoutFileWriter {
         self.write(&value.to_le_bytes()[..width as usize])
     }
 
+    /// Bytes written so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes out the buffer and gives back the file.
+    pub(crate) fn into_file(self) -> Result<File> {
+        let path = self.path;
+        self.out.into_inner().into_inner().map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))
+    }
+}
+
+/// A counted, checksummed, buffered writer of one new layout file.
+pub(crate) struct LayoutFileWriter {
+    file: FileWriter,
+    hasher: crc32fast::Hasher,
+    blocks: crate::store::blocks::BlockHasher,
+}
+
+impl LayoutFileWriter {
+    pub(crate) fn create(path: &Path, buffer_bytes: usize, counters: IoCounters) -> Result<Self> {
+        let file = File::create(path).context(|| format!("creating {}", path.display()))?;
+        Ok(LayoutFileWriter {
+            file: FileWriter::new(file, path, buffer_bytes, counters),
+            hasher: crc32fast::Hasher::new(),
+            blocks: Default::default(),
+        })
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.hasher.update(bytes);
+        self.blocks.update(bytes);
+        self.file.write(bytes)
+    }
+
+    pub(crate) fn write_uint(&mut self, value: u64, width: u64) -> Result<()> {
+        self.write(&value.to_le_bytes()[..width as usize])
+    }
+
     pub(crate) fn finish(self, sync: bool) -> Result<FileEntry> {
-        let path = self.path.clone();
-        let file = self
-            .out
-            .into_inner()
-            .into_inner()
-            .map_err(|e| Error::io(format!("writing {}", path.display()), e.into_error()))?;
+        let (path, bytes) = (self.file.path().to_path_buf(), self.file.bytes());
+        let file = self.file.into_file()?;
         if sync {
             file.sync_all().context(|| format!("syncing {}", path.display()))?;
         }
         let blocks_crc32c = Some(self.blocks.write_sidecar(&path, sync)?);
-        Ok(FileEntry { bytes: self.bytes, crc32: self.hasher.finalize(), blocks_crc32c })
+        Ok(FileEntry { bytes, crc32: self.hasher.finalize(), blocks_crc32c })
     }
 }
 

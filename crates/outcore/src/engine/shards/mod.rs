@@ -418,7 +418,8 @@ struct Executor<'a, P: VertexProgram> {
     delay: DelayBuffer<P::Value>,
     delivery: DelayedDelivery,
     direct: DirectDelivery<P::Msg>,
-    next_set_id: usize,
+    /// Dynamic shard set directories created (`dynamic-0`, `dynamic-1`, …).
+    set_dirs_created: usize,
     /// Directories of retired dynamic shard sets, whose files the next set overwrites.
     spare_set_dirs: Vec<PathBuf>,
     sizing: DiskSizing,
@@ -478,7 +479,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             delay: DelayBuffer::new(),
             delivery,
             direct,
-            next_set_id: 0,
+            set_dirs_created: 0,
             spare_set_dirs: Vec::new(),
             sizing,
             _charges: charges,
@@ -526,12 +527,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
             let mut writer = match plan.build_since {
                 Some(_) => {
                     sets_built += 1;
-                    let dir = self.spare_set_dirs.pop().unwrap_or_else(|| {
-                        self.next_set_id += 1;
-                        self.work.0.join(format!("dynamic-{}", self.next_set_id - 1))
-                    });
                     Some(DynamicShardWriter::create(
-                        dir,
+                        self.set_dir(),
                         self.layout.shards,
                         self.layout.width,
                         self.weights,
@@ -639,16 +636,23 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         bar.finish();
         figures.shadow_iterations = Some(shadows as u64);
         figures.dynamic_sets_built = Some(sets_built);
-        figures.dynamic_set_directories = Some(self.next_set_id as u64);
+        figures.dynamic_set_directories = Some(self.set_dirs_created as u64);
         figures.engine_peak_rss_bytes = Some(peak_rss_bytes());
         runner.record_figures(|run| run.shards = Some(figures));
-        for set in self.dynamic_sets.drain(..) {
-            set.remove()?;
-        }
+        self.spare_set_dirs.extend(self.dynamic_sets.drain(..).map(DynamicShardSet::retire));
         for dir in self.spare_set_dirs.drain(..) {
             std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
         }
         self.visit_values(visit)
+    }
+
+    /// The directory for the next dynamic shard set: a retired set's, whose files it
+    /// overwrites, else a new one.
+    fn set_dir(&mut self) -> PathBuf {
+        self.spare_set_dirs.pop().unwrap_or_else(|| {
+            self.set_dirs_created += 1;
+            self.work.0.join(format!("dynamic-{}", self.set_dirs_created - 1))
+        })
     }
 
     /// Sends the messages of the active vertices `lacking` (offsets in interval `j`) along their
