@@ -240,6 +240,36 @@ fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
         .starts_with('.')));
 }
 
+/// The partitioning holds at most three u32 arrays of |V| entries (degrees, new ids, and the
+/// degree histogram or the degrees by new id; offsets are read a window at a time): it
+/// refuses a budget below [`partition_memory`] with that figure and builds in one just above,
+/// where a batch of lists gets room for a few hundred vertices and the layout takes many
+/// batches. Queries over that layout are exact, for 1 and 2 ranks.
+#[test]
+fn partitioning_builds_in_three_u32s_per_vertex() {
+    use outcore::engine::nwsm::partition::{self, partition_memory};
+    let g = rmat(12, 8, 3, true);
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let n = store.num_vertices();
+    for ranks in [1, 2] {
+        let need = partition_memory(n, ranks, 512);
+        assert_eq!(need, 12 * n + 1024 * ranks as u64);
+        let cancel = CancelToken::new();
+        let err =
+            partition::build(&store, ranks, 2, 512, MemoryBudget::new(need - 1), &NoProgress, &cancel).unwrap_err();
+        assert!(matches!(err, Error::MemoryBudget(_)) && err.to_string().contains("per-vertex arrays"), "{err}");
+        let layout =
+            partition::build(&store, ranks, 2, 512, MemoryBudget::new(need + 4096), &NoProgress, &cancel).unwrap();
+        assert_eq!((layout.p, layout.q), (ranks, 2));
+        let store = Store::open(store.dir()).unwrap();
+        check_rmat(&g, &store, 1 << 20, ranks, &format!("{ranks} rank(s), built in {need} + 4 KiB"));
+        // The query used the layout just built (a finer one would have been built beside it).
+        let built: Vec<String> = BbpLayout::all(&store).into_iter().map(|l| l.name).collect();
+        assert!(built.contains(&format!("bbp-{ranks}-2")), "{built:?}");
+    }
+}
+
 #[test]
 fn tc_on_inmem_equals_a_plain_count_on_random_graphs() {
     for (seed, directed) in [(1, true), (2, false), (3, true)] {

@@ -159,49 +159,78 @@ impl BbpLayout {
     }
 }
 
-/// Reads the full list of every vertex of `vertices` in id order, scanning `csr-out` (and
-/// `csr-in` on directed stores) sequentially in chunks of about `chunk_edges` arcs.
+/// Vertices whose offsets [`scan_full_lists`] reads at once (512 KiB per direction).
+const OFFSET_WINDOW: u64 = 1 << 16;
+
+/// Calls `visit` with the full list of every vertex that `wanted` accepts, in id order,
+/// scanning `csr-out` (and `csr-in` on directed stores) sequentially in chunks of about
+/// `chunk_edges` arcs. Offsets are read a window at a time, so the scan holds no per-vertex
+/// array; a chunk without a wanted vertex is not read.
 pub fn scan_full_lists(
     store: &Store,
-    out_offsets: &[u64],
-    in_offsets: Option<&[u64]>,
     chunk_edges: u64,
+    wanted: impl Fn(VertexId) -> bool,
     mut visit: impl FnMut(VertexId, &[Nbr]) -> Result<()>,
 ) -> Result<()> {
     let out_layout = store.csr(Direction::Out)?;
-    let in_layout = if in_offsets.is_some() { Some(store.csr(Direction::In)?) } else { None };
+    let in_layout = if store.is_directed() { Some(store.csr(Direction::In)?) } else { None };
     let n = store.num_vertices();
-    let arcs_between = |offsets: Option<&[u64]>, a: u64, b: u64| offsets.map_or(0, |o| o[b as usize] - o[a as usize]);
+    let (mut out_offsets, mut in_offsets) = (Vec::new(), Vec::new());
     let (mut outs, mut ins, mut list) = (Vec::new(), Vec::new(), Vec::new());
-    let mut v = 0;
-    while v < n {
-        let mut w = v + 1;
-        while w < n
-            && arcs_between(Some(out_offsets), v, w + 1) + arcs_between(in_offsets, v, w + 1) <= chunk_edges.max(1)
-        {
-            w += 1;
+    let mut base = 0;
+    while base < n {
+        let end = (base + OFFSET_WINDOW).min(n);
+        out_offsets.resize((end - base + 1) as usize, 0);
+        out_layout.read_offsets(base, &mut out_offsets)?;
+        if let Some(layout) = &in_layout {
+            in_offsets.resize(out_offsets.len(), 0);
+            layout.read_offsets(base, &mut in_offsets)?;
         }
-        out_layout.read_targets(out_offsets[v as usize], arcs_between(Some(out_offsets), v, w), &mut outs)?;
-        match (&in_layout, in_offsets) {
-            (Some(layout), Some(o)) => layout.read_targets(o[v as usize], arcs_between(in_offsets, v, w), &mut ins)?,
-            _ => ins.clear(),
-        }
-        for u in v..w {
-            let os = (out_offsets[u as usize] - out_offsets[v as usize]) as usize;
-            let oe = (out_offsets[u as usize + 1] - out_offsets[v as usize]) as usize;
-            let in_part = in_offsets.map_or(&[][..], |o| {
-                &ins[(o[u as usize] - o[v as usize]) as usize..(o[u as usize + 1] - o[v as usize]) as usize]
-            });
-            full_list(u, &outs[os..oe], in_part, &mut list);
-            if in_offsets.is_none() {
-                // An undirected store holds both arcs of every edge in csr-out.
-                list.iter_mut().for_each(|e| *e = Nbr::new(e.id(), true, true));
+        // Arcs of vertices [a, b) (window positions) in both directions.
+        let arcs = |a: usize, b: usize| {
+            out_offsets[b] - out_offsets[a] + if in_layout.is_some() { in_offsets[b] - in_offsets[a] } else { 0 }
+        };
+        let mut v = 0;
+        let last = (end - base) as usize;
+        while v < last {
+            let mut w = v + 1;
+            while w < last && arcs(v, w + 1) <= chunk_edges.max(1) {
+                w += 1;
             }
-            visit(u, &list)?;
+            // Only the wanted vertices' part of the chunk is read.
+            let Some(first) = (v..w).find(|&u| wanted(base + u as u64)) else {
+                v = w;
+                continue;
+            };
+            let stop = (first..w).rev().find(|&u| wanted(base + u as u64)).expect("first is wanted") + 1;
+            out_layout.read_targets(out_offsets[first], out_offsets[stop] - out_offsets[first], &mut outs)?;
+            match &in_layout {
+                Some(layout) => {
+                    layout.read_targets(in_offsets[first], in_offsets[stop] - in_offsets[first], &mut ins)?
+                }
+                None => ins.clear(),
+            }
+            for u in (first..stop).filter(|&u| wanted(base + u as u64)) {
+                let out_part = list_in_chunk(&outs, &out_offsets, first, u);
+                let in_part = if in_layout.is_some() { list_in_chunk(&ins, &in_offsets, first, u) } else { &[] };
+                let owner = base + u as u64;
+                full_list(owner, out_part, in_part, &mut list);
+                if in_layout.is_none() {
+                    // An undirected store holds both arcs of every edge in csr-out.
+                    list.iter_mut().for_each(|e| *e = Nbr::new(e.id(), true, true));
+                }
+                visit(owner, &list)?;
+            }
+            v = w;
         }
-        v = w;
+        base = end;
     }
     Ok(())
+}
+
+/// Vertex `u`'s list among the targets `all` read from window position `first` on.
+fn list_in_chunk<'a>(all: &'a [u64], offsets: &[u64], first: usize, u: usize) -> &'a [u64] {
+    &all[(offsets[u] - offsets[first]) as usize..(offsets[u + 1] - offsets[first]) as usize]
 }
 
 /// Builds (or finds) the BBP layout for `p` ranks with at least `q` ranges and returns it.
@@ -244,6 +273,38 @@ pub fn build(
     build_locked(store, p, q, page_size, budget, progress, cancel)
 }
 
+/// Memory the partitioning of `vertices` into `p` ranks of `page_size` pages needs at least:
+/// three u32 arrays of |V| entries at its peak (degrees by store id, new ids, and the degree
+/// histogram or degrees by new id) and two pages per rank.
+pub fn partition_memory(vertices: u64, p: usize, page_size: u64) -> u64 {
+    vertices * 12 + 2 * page_size * p as u64
+}
+
+/// Every vertex's position in descending degree, ties in ascending id: a counting sort, whose
+/// histogram (one u32 per degree up to the largest) is at most |V| entries.
+fn degree_positions(degree: &[u32]) -> Vec<u32> {
+    let max = degree.iter().copied().max().unwrap_or(0) as usize;
+    let mut next = vec![0u32; max + 1];
+    for &d in degree {
+        next[d as usize] += 1;
+    }
+    // The first position of each degree: after all vertices of higher degree.
+    let mut start = 0u32;
+    for slot in next.iter_mut().rev() {
+        let count = *slot;
+        *slot = start;
+        start += count;
+    }
+    degree
+        .iter()
+        .map(|&d| {
+            let position = next[d as usize];
+            next[d as usize] += 1;
+            position
+        })
+        .collect()
+}
+
 fn build_locked(
     store: &Store,
     p: usize,
@@ -263,47 +324,48 @@ fn build_locked(
         )));
     }
     let n = store.num_vertices();
-    let directed = store.is_directed();
-    // Per vertex: offsets of csr-out (8) and csr-in (8), degree (4), new id (4), sort key (8).
-    let per_vertex = if directed { 32 } else { 24 };
-    let fixed = n * per_vertex + 2 * page_size * p as u64;
-    if fixed > budget.bytes() {
+    let needed = partition_memory(n, p, page_size);
+    if needed > budget.bytes() {
         return Err(Error::MemoryBudget(format!(
             "partitioning {n} vertices needs {} of per-vertex arrays; the budget is {budget}",
-            format_size(fixed)
+            format_size(needed)
         )));
     }
-    let arena_entries = ((budget.bytes() - fixed) / 2 / 8).max(1 << 10);
-    let scan_edges = (arena_entries / 4).clamp(1 << 10, 1 << 22);
-
-    let out_offsets = crate::store::order::read_all_offsets(&store.csr(Direction::Out)?)?;
-    let in_offsets =
-        if directed { Some(crate::store::order::read_all_offsets(&store.csr(Direction::In)?)?) } else { None };
+    // While pages are written: the new ids and degrees by new id (8 bytes per vertex), the
+    // page builders, then the batch of lists (half of the rest) and the scan's buffers.
+    let room = budget.bytes() - n * 8 - 2 * page_size * p as u64;
+    let batch_units = (room / 2 / 4).max(1 << 10);
+    let scan_edges = (room / 2 / 24).clamp(1 << 10, 1 << 22);
 
     // 1. Degrees of the full lists.
     let bar = progress.start("bbp: degrees", Some(n), ProgressUnit::Vertices);
     let mut degree = vec![0u32; n as usize];
-    scan_full_lists(store, &out_offsets, in_offsets.as_deref(), scan_edges, |v, list| {
-        degree[v as usize] = list.len() as u32;
-        bar.inc(1);
-        Ok(())
-    })?;
+    scan_full_lists(
+        store,
+        scan_edges,
+        |_| true,
+        |v, list| {
+            degree[v as usize] = list.len() as u32;
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
     bar.finish();
     cancel.check()?;
+    let sum_degree_squared: u64 = degree.iter().map(|&d| d as u64 * d as u64).sum();
+    let max_degree = degree.iter().copied().max().unwrap_or(0) as u64;
 
-    // 2. Degree sort, round-robin deal, renumbering.
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&v| (std::cmp::Reverse(degree[v as usize]), v));
+    // 2. Degree order, round-robin deal, renumbering.
     let counts: Vec<u64> = (0..p as u64).map(|r| (n + p as u64 - 1 - r) / p as u64).collect();
     let mut rank_starts = vec![0u64; p + 1];
     for r in 0..p {
         rank_starts[r + 1] = rank_starts[r] + counts[r];
     }
-    let mut new_of_old = vec![0u32; n as usize];
+    let mut new_of_old = degree_positions(&degree);
     // Dealt in descending degree, numbered in ascending degree within the rank.
-    for (position, &old) in order.iter().enumerate() {
-        let (r, local) = (position % p, (position / p) as u64);
-        new_of_old[old as usize] = (rank_starts[r] + counts[r] - 1 - local) as u32;
+    for position in new_of_old.iter_mut() {
+        let (r, local) = (*position as usize % p, (*position as usize / p) as u64);
+        *position = (rank_starts[r] + counts[r] - 1 - local) as u32;
     }
     let mut chunk_bounds = Vec::with_capacity(p * q + 1);
     for r in 0..p {
@@ -312,6 +374,11 @@ fn build_locked(
         }
     }
     chunk_bounds.push(n);
+    let mut degree_new = vec![0u32; n as usize];
+    for (old, &new) in new_of_old.iter().enumerate() {
+        degree_new[new as usize] = degree[old];
+    }
+    drop(degree);
 
     // 3. Write beside its place (removed on failure).
     let name = BbpLayout::dir_name(p, q);
@@ -320,21 +387,15 @@ fn build_locked(
         store,
         staged.path(),
         LayoutShape { p, q, page_size, chunk_bounds: &chunk_bounds },
-        &degree,
+        &degree_new,
         &new_of_old,
-        &out_offsets,
-        in_offsets.as_deref(),
-        arena_entries,
-        scan_edges,
+        (batch_units, scan_edges),
         progress,
         cancel,
     )?;
-    drop(order);
 
     // 4. Commit: in place of the old version (if any), then list it in the manifest.
     staged.commit()?;
-    let sum_degree_squared: u64 = degree.iter().map(|&d| d as u64 * d as u64).sum();
-    let max_degree = degree.iter().copied().max().unwrap_or(0) as u64;
     let mut params = Map::new();
     params.insert("id_order".into(), ID_ORDER.into());
     params.insert("p".into(), p.into());
@@ -395,6 +456,9 @@ pub fn remove_coarser(store: &Store, p: usize, q: usize, page_size: u64) -> Resu
     Ok(removed)
 }
 
+/// Room a vertex's entry in a batch's index takes, in u32s: (id u32, start u64, length u32).
+const INDEX_UNITS: u64 = 4;
+
 struct LayoutShape<'a> {
     p: usize,
     q: usize,
@@ -408,17 +472,14 @@ fn write_layout(
     store: &Store,
     dir: &Path,
     shape: LayoutShape<'_>,
-    degree: &[u32],
+    degree_new: &[u32],
     new_of_old: &[u32],
-    out_offsets: &[u64],
-    in_offsets: Option<&[u64]>,
-    arena_entries: u64,
-    scan_edges: u64,
+    (batch_units, scan_edges): (u64, u64),
     progress: &dyn Progress,
     cancel: &CancelToken,
 ) -> Result<(Vec<(String, FileEntry)>, Vec<u64>)> {
     let LayoutShape { p, q, page_size, chunk_bounds } = shape;
-    let n = degree.len();
+    let n = degree_new.len();
     let counters = store.counters().clone();
     let mut files = Vec::new();
     {
@@ -428,8 +489,8 @@ fn write_layout(
         }
         let mut w_degree = StoreFileWriter::create(&dir.join("degree"), counters.clone())?;
         let mut w_old = StoreFileWriter::create(&dir.join("old-of-new"), counters.clone())?;
-        for &old in &old_of_new {
-            w_degree.write_u32(degree[old as usize])?;
+        for (&old, &degree) in old_of_new.iter().zip(degree_new) {
+            w_degree.write_u32(degree)?;
             w_old.write_u32(old)?;
         }
         files.push(("degree".to_string(), w_degree.finish()?));
@@ -447,32 +508,33 @@ fn write_layout(
     let mut chunk_pages: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); p * q * q]; p];
 
     let bar = progress.start("bbp: pages", Some(n as u64), ProgressUnit::Vertices);
-    // Degrees by BBP id, to size the batches.
-    let mut degree_new = vec![0u32; n];
-    for (old, &new) in new_of_old.iter().enumerate() {
-        degree_new[new as usize] = degree[old];
-    }
-    // Batches: consecutive BBP ids whose lists fit the arena together (at least one vertex).
+    // Batches: consecutive BBP ids whose lists and index entries fit `batch_units` u32s
+    // together (at least one vertex); a vertex without neighbours takes no room.
+    let units = |v: u64| match degree_new[v as usize] as u64 {
+        0 => 0,
+        d => d + INDEX_UNITS,
+    };
     let mut lo = 0u64;
-    let mut arena: Vec<Nbr> = Vec::new();
-    let mut index: Vec<(u32, u64, u32)> = Vec::new(); // (BBP id, start in arena, len)
     let mut mapped: Vec<Nbr> = Vec::new();
     while lo < n as u64 {
         cancel.check()?;
         let mut hi = lo + 1;
-        let mut entries = degree_new[lo as usize] as u64;
-        while hi < n as u64 && entries + degree_new[hi as usize] as u64 <= arena_entries {
-            entries += degree_new[hi as usize] as u64;
+        let mut taken = units(lo);
+        while hi < n as u64 && taken + units(hi) <= batch_units {
+            taken += units(hi);
             hi += 1;
         }
-        arena.clear();
-        index.clear();
-        arena.reserve(entries as usize);
-        scan_full_lists(store, out_offsets, in_offsets, scan_edges, |old, list| {
+        // Fresh, exact allocations: a doubling vector would hold up to twice the batch, and
+        // one kept from batch to batch the largest lists of one and the largest index of another.
+        let listed = (lo..hi).filter(|&v| degree_new[v as usize] > 0).count();
+        let mut arena: Vec<Nbr> = Vec::with_capacity((taken - listed as u64 * INDEX_UNITS) as usize);
+        let mut index: Vec<(u32, u64, u32)> = Vec::with_capacity(listed); // (BBP id, start in arena, len)
+        let in_batch = |old: VertexId| {
+            let new = new_of_old[old as usize] as usize;
+            (lo..hi).contains(&(new as u64)) && degree_new[new] > 0
+        };
+        scan_full_lists(store, scan_edges, in_batch, |old, list| {
             let new = new_of_old[old as usize] as u64;
-            if new < lo || new >= hi {
-                return Ok(());
-            }
             mapped.clear();
             mapped.extend(list.iter().map(|e| Nbr((new_of_old[e.id() as usize] << 2) | (e.0 & 3))));
             mapped.sort_unstable();

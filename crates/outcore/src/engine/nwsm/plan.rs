@@ -3,6 +3,7 @@
 //! use; a k-level query reads the adjacency once per level-1 window for its level-2 lists
 //! (TurboGraph++ §4), hence about `q` times for k = 2.
 
+use super::partition::partition_memory;
 use super::{plan_memory, BbpFacts, NwsmOptions, RunSizing};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
@@ -39,7 +40,17 @@ impl Engine for NwsmEngine {
         let windows = if k >= 2 { memory.q as f64 } else { 1.0 };
         plan.bytes_read = (adjacency as f64 * (1.0 + windows) * work.iterations) as u64;
         let mut build = 0.0;
-        if !graph.has_layout(&format!("bbp-{p}-")) {
+        // The run builds a layout unless one with at least the ranges it needs exists.
+        if BbpFacts::find(&graph.bbp_layouts, p, memory.q, options.page_size).is_none() {
+            let partitioning = partition_memory(graph.vertices, p, options.page_size);
+            if partitioning > ctx.budget {
+                let why = format!(
+                    "building bbp-{p}-{} needs {} of per-vertex arrays",
+                    memory.q,
+                    crate::runtime::format_size(partitioning)
+                );
+                return Plan::refused(self.kind(), &work, why);
+            }
             plan.builds = Some(format!("bbp-{p}-{}", memory.q));
             build = ctx.model.build(adjacency, graph.arcs);
         }
