@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::runtime::commit::StagedDir;
 use crate::runtime::{format_size, CancelToken, MemoryBudget, Progress, ProgressUnit};
 use crate::store::manifest::{FileEntry, LayoutEntry};
+use crate::store::order::list_chunks;
 use crate::store::{Direction, Store, StoreFileWriter};
 use crate::VertexId;
 
@@ -175,7 +176,7 @@ pub fn scan_full_lists(
     let out_layout = store.csr(Direction::Out)?;
     let in_layout = if store.is_directed() { Some(store.csr(Direction::In)?) } else { None };
     let n = store.num_vertices();
-    let (mut out_offsets, mut in_offsets) = (Vec::new(), Vec::new());
+    let (mut out_offsets, mut in_offsets, mut summed) = (Vec::new(), Vec::new(), Vec::new());
     let (mut outs, mut ins, mut list) = (Vec::new(), Vec::new(), Vec::new());
     let mut base = 0;
     while base < n {
@@ -186,20 +187,18 @@ pub fn scan_full_lists(
             in_offsets.resize(out_offsets.len(), 0);
             layout.read_offsets(base, &mut in_offsets)?;
         }
-        // Arcs of vertices [a, b) (window positions) in both directions.
-        let arcs = |a: usize, b: usize| {
-            out_offsets[b] - out_offsets[a] + if in_layout.is_some() { in_offsets[b] - in_offsets[a] } else { 0 }
+        // A vertex's out- and in-list are read together: chunks are cut on their summed offsets.
+        let chunk_offsets = if in_layout.is_some() {
+            summed.clear();
+            summed.extend(out_offsets.iter().zip(&in_offsets).map(|(o, i)| o + i));
+            &summed
+        } else {
+            &out_offsets
         };
-        let mut v = 0;
-        let last = (end - base) as usize;
-        while v < last {
-            let mut w = v + 1;
-            while w < last && arcs(v, w + 1) <= chunk_edges.max(1) {
-                w += 1;
-            }
+        for chunk in list_chunks(chunk_offsets, 0..end - base, chunk_edges) {
+            let (v, w) = (chunk.start as usize, chunk.end as usize);
             // Only the wanted vertices' part of the chunk is read.
             let Some(first) = (v..w).find(|&u| wanted(base + u as u64)) else {
-                v = w;
                 continue;
             };
             let stop = (first..w).rev().find(|&u| wanted(base + u as u64)).expect("first is wanted") + 1;
@@ -221,7 +220,6 @@ pub fn scan_full_lists(
                 }
                 visit(owner, &list)?;
             }
-            v = w;
         }
         base = end;
     }
@@ -518,17 +516,18 @@ fn write_layout(
     let mut mapped: Vec<Nbr> = Vec::new();
     while lo < n as u64 {
         cancel.check()?;
-        let mut hi = lo + 1;
-        let mut taken = units(lo);
-        while hi < n as u64 && taken + units(hi) <= batch_units {
-            taken += units(hi);
+        // The batch's list entries and its vertices with a list (each an index entry).
+        let (mut hi, mut entries, mut listed) = (lo, 0u64, 0u64);
+        while hi < n as u64 && (hi == lo || entries + listed * INDEX_UNITS + units(hi) <= batch_units) {
+            let degree = degree_new[hi as usize] as u64;
+            entries += degree;
+            listed += (degree > 0) as u64;
             hi += 1;
         }
         // Fresh, exact allocations: a doubling vector would hold up to twice the batch, and
         // one kept from batch to batch the largest lists of one and the largest index of another.
-        let listed = (lo..hi).filter(|&v| degree_new[v as usize] > 0).count();
-        let mut arena: Vec<Nbr> = Vec::with_capacity((taken - listed as u64 * INDEX_UNITS) as usize);
-        let mut index: Vec<(u32, u64, u32)> = Vec::with_capacity(listed); // (BBP id, start in arena, len)
+        let mut arena: Vec<Nbr> = Vec::with_capacity(entries as usize);
+        let mut index: Vec<(u32, u64, u32)> = Vec::with_capacity(listed as usize); // (BBP id, start in arena, len)
         let in_batch = |old: VertexId| {
             let new = new_of_old[old as usize] as usize;
             (lo..hi).contains(&(new as u64)) && degree_new[new] > 0
