@@ -575,7 +575,10 @@ impl Runner {
         &self,
         query: &Q,
     ) -> Result<nwsm::QueryResult<Q::Output>> {
-        let shape = ProgramShape::query(query.levels(), std::mem::size_of::<Q::Output>() as u64);
+        let mut shape = ProgramShape::query(query.levels(), std::mem::size_of::<Q::Output>() as u64);
+        if query.column().is_some() {
+            shape = shape.with_column();
+        }
         self.run_on(shape, |engine| match engine {
             EngineKind::Nwsm => nwsm::run_query(self, query),
             EngineKind::InMemory | EngineKind::Auto => inmem::run_neighborhood_query(self, query),

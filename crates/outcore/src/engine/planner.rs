@@ -105,6 +105,9 @@ pub struct ProgramShape {
     /// Every active source sends the same message
     /// (`VertexProgram::sends_one_message_per_iteration`).
     pub sends_one_message: bool,
+    /// Bytes per vertex of the column a one-level query reads for any vertex
+    /// (`NeighborhoodQuery::column`; 0 when it has none), which nwsm keeps in its own order.
+    pub column_bytes: u64,
 }
 
 impl ProgramShape {
@@ -128,6 +131,7 @@ impl ProgramShape {
             supports_pull: program.supports_pull(),
             sends_uniform_messages: program.sends_uniform_messages(),
             sends_one_message: program.sends_one_message_per_iteration(),
+            column_bytes: 0,
         }
     }
 
@@ -156,6 +160,7 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            column_bytes: 0,
         }
     }
 
@@ -185,7 +190,14 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            column_bytes: 0,
         }
+    }
+
+    /// The same query shape, reading a column of 8 bytes per vertex
+    /// ([`NeighborhoodQuery::column`](crate::program::NeighborhoodQuery::column)).
+    pub fn with_column(self) -> ProgramShape {
+        ProgramShape { column_bytes: 8, ..self }
     }
 
     /// The shape of an [`EdgePass`](crate::program::EdgePass) keeping `state_bytes` per vertex:
@@ -209,6 +221,7 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            column_bytes: 0,
         }
     }
 

@@ -81,6 +81,7 @@ impl MemoryPlan {
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
     // One-level queries also keep the store id of every vertex (4 B): they read state by it.
+    // (A query's column in BBP order is charged apart: `RunSizing::with_column`.)
     // Two-level queries keep a list-mark table of 1 B per vertex per thread (`ListMarks`).
     let store_id_bytes = if k == 1 { 4 } else { 0 };
     let mark_bytes = if k >= 2 { rayon::current_num_threads() as u64 } else { 0 };
@@ -160,11 +161,13 @@ pub struct RunSizing {
     /// Bytes of all the ranks this process runs (W in-process ranks, or this one rank of a
     /// distributed run).
     pub ranks_bytes: u64,
+    /// The query's column in BBP order (`NeighborhoodQuery::column`), when it has one.
+    pub column_bytes: u64,
 }
 
 impl RunSizing {
     /// The sizing of a `k`-level query over `layout` (its q and pages), `local_ranks` of the
-    /// `p` ranks in this process.
+    /// `p` ranks in this process, keeping `column_bytes` of the query's column.
     pub fn new(
         n: u64,
         (p, local_ranks): (usize, usize),
@@ -172,16 +175,18 @@ impl RunSizing {
         page_size: u64,
         budget: u64,
         layout: BbpFacts,
+        column_bytes: u64,
     ) -> Result<RunSizing> {
         let (index_bytes, q) = (layout.pages * 12, layout.q);
-        let plan = plan_memory(n, p, k, page_size, budget.saturating_sub(index_bytes), q)?;
+        let plan = plan_memory(n, p, k, page_size, budget.saturating_sub(index_bytes + column_bytes), q)?;
         let ranks_bytes = plan.charged_per_rank(page_size, k) * local_ranks as u64;
-        Ok(RunSizing { plan, index_bytes, ranks_bytes })
+        Ok(RunSizing { plan, index_bytes, ranks_bytes, column_bytes })
     }
 
-    pub fn parts(&self) -> [MemoryPart; 3] {
+    pub fn parts(&self) -> [MemoryPart; 4] {
         [
             MemoryPart::new("resident columns", self.plan.resident_bytes),
+            MemoryPart::new("query column", self.column_bytes),
             MemoryPart::new("page indexes", self.index_bytes),
             MemoryPart::new("ranks' pages, windows, gathers", self.ranks_bytes),
         ]

@@ -175,6 +175,9 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     output: &'a [AtomicU64],
     /// Store id of every BBP id, for one-level queries ([`NeighborhoodView::store_id`]).
     store_ids: Option<Vec<u32>>,
+    /// The query's column in BBP order, for one-level queries that have one
+    /// ([`NeighborhoodView::column`]).
+    column: Option<Vec<u64>>,
     /// Two-level queries: one list-mark table per rayon thread (see [`scatter_level2`]).
     list_marks: Vec<Mutex<Vec<u8>>>,
 }
@@ -210,7 +213,8 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let p = transport.map_or(options.ranks.max(1), |t| t.ranks());
     let budget = runner.memory();
     let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
-    let wanted = plan_memory(n, p, k, options.page_size, budget.bytes(), 1)?;
+    let column_bytes = if k == 1 && query.column().is_some() { 8 * n } else { 0 };
+    let wanted = plan_memory(n, p, k, options.page_size, budget.bytes().saturating_sub(column_bytes), 1)?;
     let io_before = runner.io_snapshot();
     let ensure = || {
         let (progress, cancel) = (runner.progress(), runner.cancel_token());
@@ -252,7 +256,8 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let repartitioned = existing_q.is_some_and(|q| q != layout.q);
     // The page indexes of all ranks stay whole (12 B per page); the rest of the budget is planned.
     let local_ranks = if transport.is_some() { 1 } else { p };
-    let sizing = RunSizing::new(n, (p, local_ranks), k, options.page_size, budget.bytes(), layout.facts())?;
+    let sizing =
+        RunSizing::new(n, (p, local_ranks), k, options.page_size, budget.bytes(), layout.facts(), column_bytes)?;
     let _charges = runner.ledger().charge_parts(&sizing.parts())?;
     let plan = sizing.plan;
     let partition_io = runner.io_snapshot().since(&io_before);
@@ -270,6 +275,10 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let bar = runner.progress().start("nwsm scatter", Some(n), ProgressUnit::Vertices);
     let initial = Q::Output::default().to_bits();
     let output: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(initial)).collect();
+    let store_ids = match k {
+        1 => Some(u32s_from_le_bytes(&store.file(&format!("{dir}/old-of-new"))?.read_all()?)),
+        _ => None,
+    };
     let context = RunContext {
         runner,
         store,
@@ -281,10 +290,11 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         spill_dir: store.temp_dir()?,
         bar: &*bar,
         output: &output,
-        store_ids: match k {
-            1 => Some(u32s_from_le_bytes(&store.file(&format!("{dir}/old-of-new"))?.read_all()?)),
+        column: match (&store_ids, query.column().filter(|_| column_bytes > 0)) {
+            (Some(ids), Some(column)) => Some(ids.iter().map(|&v| column[v as usize]).collect()),
             _ => None,
         },
+        store_ids,
         list_marks: match k {
             1 => Vec::new(),
             _ => (0..rayon::current_num_threads()).map(|_| Mutex::new(vec![0; n as usize])).collect(),

@@ -30,7 +30,8 @@ impl Engine for NwsmEngine {
         // Ranks: those of a distributed run (one in this process), else in-process ones.
         let (p, local) = if ctx.ranks > 1 { (ctx.ranks, 1) } else { (options.ranks.max(1), options.ranks.max(1)) };
         let k = shape.levels.max(1);
-        let memory = match sizing(graph, (p, local), k, options.page_size, ctx.budget) {
+        let column = if k == 1 { shape.column_bytes * graph.vertices } else { 0 };
+        let memory = match sizing(graph, (p, local), k, options.page_size, ctx.budget, column) {
             Ok(sizing) => sizing,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
@@ -66,9 +67,16 @@ impl Engine for NwsmEngine {
 /// The run's sizing as the run makes it: over the built layout with enough ranges for the
 /// budget's q (the smallest such), else over the one it would build, whose page indexes are
 /// not known yet.
-fn sizing(graph: &PlanGraph, ranks: (usize, usize), k: usize, page_size: u64, budget: u64) -> crate::Result<RunSizing> {
-    let wanted = plan_memory(graph.vertices, ranks.0, k, page_size, budget, 1)?;
+fn sizing(
+    graph: &PlanGraph,
+    ranks: (usize, usize),
+    k: usize,
+    page_size: u64,
+    budget: u64,
+    column: u64,
+) -> crate::Result<RunSizing> {
+    let wanted = plan_memory(graph.vertices, ranks.0, k, page_size, budget.saturating_sub(column), 1)?;
     let unbuilt = BbpFacts { p: ranks.0, q: wanted.q, page_size, pages: 0 };
     let layout = BbpFacts::find(&graph.bbp_layouts, ranks.0, wanted.q, page_size).unwrap_or(unbuilt);
-    RunSizing::new(graph.vertices, ranks, k, page_size, budget, layout)
+    RunSizing::new(graph.vertices, ranks, k, page_size, budget, layout, column)
 }

@@ -155,6 +155,11 @@ pub trait NeighborhoodView {
         v
     }
 
+    /// Entry `v` (engine id) of the query's [`NeighborhoodQuery::column`], for one-level queries.
+    fn column(&self, v: VertexId) -> u64 {
+        panic!("vertex {v}: the query has no column, or is not a one-level query")
+    }
+
     /// Common neighbours of `u` and `v` (both in current windows), ascending.
     fn common_neighbors(&self, u: VertexId, v: VertexId) -> CommonNeighbors<'_> {
         CommonNeighbors::new(self.adjacency(u), self.adjacency(v))
@@ -212,6 +217,17 @@ pub trait NeighborhoodQuery: Sync + Send {
 
     /// `vertex_apply`: the output of vertex `vertex` (store id) of full degree `degree`.
     fn vertex_apply(&self, vertex: VertexId, degree: u64, gathered: Self::Value) -> Self::Output;
+
+    /// A per-vertex column in store order that a one-level query's `adj_scatter` reads for any
+    /// vertex, its own or a neighbour's, through [`NeighborhoodView::column`] by engine id: the
+    /// values of the last round of a round-based algorithm (CDLP labels, k-core estimates).
+    /// Engines that number vertices their own way keep a copy in their order (nwsm: 8 B per
+    /// vertex, in its plan), so that a neighbour's value is one read and not a store-id lookup
+    /// and then a read, and with BBP ids (ascending degree) the hubs that most lists name lie
+    /// together. Default: none.
+    fn column(&self) -> Option<&[u64]> {
+        None
+    }
 }
 
 /// Per-vertex outputs (store-id order) and the aggregated global sum.
@@ -394,6 +410,11 @@ fn push_merged(list: &mut Vec<Nbr>, entry: Nbr) {
     }
 }
 
+/// Entry `v` of a view's copy of the query's column.
+pub(super) fn column_entry(column: Option<&[u64]>, v: VertexId) -> u64 {
+    column.expect("the query has a column (NeighborhoodQuery::column) and one level")[v as usize]
+}
+
 /// Checks that the store's ids fit [`Nbr`] entries.
 pub fn check_vertex_count(store: &Store) -> Result<()> {
     if store.num_vertices() >= Nbr::MAX_VERTICES {
@@ -429,9 +450,10 @@ pub fn run_in_memory<Q: NeighborhoodQuery>(
     let lists = FlatLists::full(out_csr, in_csr);
     let n = lists.len();
     if query.levels() < 2 {
+        let column = query.column();
         let mut state = OracleState::new(n, query);
         for u in 0..n as u64 {
-            let view = OracleView { lists: &lists, window: Window::One(u), store_ids: None, level2: None };
+            let view = OracleView { lists: &lists, window: Window::One(u), store_ids: None, column, level2: None };
             query.adj_scatter(1, &view, &mut state, u, lists.list(u));
         }
         let values = (0..n).map(|v| query.vertex_apply(v as u64, lists.degree(v as u64), state.gathered[v])).collect();
@@ -461,7 +483,7 @@ fn run_two_levels_parallel<Q: NeighborhoodQuery>(
     let n = lists.len();
     let workers: Vec<OracleState<'_, Q>> =
         (0..rayon::current_num_threads()).map(|_| OracleState::new(n, query)).collect();
-    let whole = OracleView { lists, window: Window::All, store_ids: Some(store_ids), level2: None };
+    let whole = OracleView { lists, window: Window::All, store_ids: Some(store_ids), column: None, level2: None };
     let workers = in_parallel_chunks(n, workers, |state, u| {
         query.adj_scatter(1, &whole, state, u, lists.list(u));
     });
@@ -589,6 +611,8 @@ struct OracleView<'a> {
     window: Window,
     /// Store id of each engine id, when ids were relabelled.
     store_ids: Option<&'a [VertexId]>,
+    /// The query's column, in engine order (one-level queries: store order).
+    column: Option<&'a [u64]>,
     /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
     /// a neighbour), so that intersecting another list with it is one lookup per entry.
     level2: Option<(VertexId, &'a [u8])>,
@@ -607,6 +631,9 @@ impl NeighborhoodView for OracleView<'_> {
     }
     fn store_id(&self, v: VertexId) -> VertexId {
         self.store_ids.map_or(v, |ids| ids[v as usize])
+    }
+    fn column(&self, v: VertexId) -> u64 {
+        column_entry(self.column, v)
     }
     fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
         let (a, b) = (self.lists.list(u), self.lists.list(v));

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use super::exchange::{NetworkCounters, RankSink};
 use super::gather::LocalGather;
 use super::pages::{read_record, slots, BufferManager};
+use super::query::column_entry;
 use super::window::{materialize, pages_of, take_window, AdjWindow, PageSource, Prefetched};
 use super::{
     tail_after, AdjacencyMode, CommonNeighbors, Emitter, Nbr, NeighborhoodQuery, NeighborhoodView, RankStats,
@@ -49,7 +50,9 @@ pub(super) fn scatter_rank<Q: NeighborhoodQuery>(
     };
     let source = PageSource { rank, local, fetch: &fetch, batch_pages: plan.remote_batch_pages };
     let mut voi = if query.levels() >= 2 { Some(IndexedBitmap::new(n, 4096)) } else { None };
-    let mut lgb = LocalGather::new(plan.local_gather_records, &layout.rank_starts, sink);
+    // A one-level query over full lists gathers in its level-1 tasks' buffers ([`scatter_tasks`]).
+    let rank_gathers = query.levels() >= 2 || query.mode() == AdjacencyMode::Partial;
+    let mut lgb = LocalGather::new(if rank_gathers { plan.local_gather_records } else { 0 }, &layout.rank_starts, sink);
     for i in 0..q {
         let g = rank * q + i;
         let range = layout.chunk_range(g);
@@ -112,8 +115,16 @@ fn compute_window<Q: NeighborhoodQuery>(
     let RunContext { query, layout, plan, degree, indexes, .. } = ctx;
     let query = *query;
     let t = Instant::now();
+    let threads = rayon::current_num_threads().max(1);
+    let view =
+        WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref(), column: ctx.column.as_deref(), level2: None };
+    if voi.is_none() {
+        // A one-level query: nothing to mark, so level 1 runs on all threads.
+        stats.aggregate += scatter_tasks(ctx, sink, 1, w1, view, threads)?;
+        stats.scatter_time += t.elapsed();
+        return Ok(());
+    }
     let mut emitter = RankEmitter { query, lgb, voi, aggregate: 0, error: None };
-    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref(), level2: None };
     for (k, &u) in w1.ids.iter().enumerate() {
         query.adj_scatter(1, &view, &mut emitter, u as VertexId, w1.list_at(k));
     }
@@ -126,7 +137,6 @@ fn compute_window<Q: NeighborhoodQuery>(
         return Ok(());
     };
     stats.marked += voi.count_ones();
-    let threads = rayon::current_num_threads().max(1);
     for g2 in 0..layout.p * layout.q {
         let range2 = layout.chunk_range(g2);
         let mut cursor = range2.start as usize;
@@ -148,7 +158,8 @@ fn compute_window<Q: NeighborhoodQuery>(
             stats.level2_windows += 1;
             stats.adjacency_entries_loaded += w2.entries() as u64;
             let t = Instant::now();
-            stats.aggregate += scatter_level2(ctx, sink, w1, &w2, threads)?;
+            let view = WindowView { w1, w2: Some(&w2), store_ids: None, column: None, level2: None };
+            stats.aggregate += scatter_tasks(ctx, sink, 2, &w2, view, threads)?;
             stats.scatter_time += t.elapsed();
         }
     }
@@ -156,18 +167,19 @@ fn compute_window<Q: NeighborhoodQuery>(
     Ok(())
 }
 
-/// Level 2 of one pair of windows, split over the rayon threads, each with its own local
-/// gather buffer; returns the aggregate added.
-fn scatter_level2<Q: NeighborhoodQuery>(
+/// The vertices of `window` at `level` (1: a one-level query's level-1 window; 2: a level-2
+/// window, `view` holding both), split over the rayon threads, each with its own local gather
+/// buffer (a share of the plan's); returns the aggregate added.
+fn scatter_tasks<Q: NeighborhoodQuery>(
     ctx: &RunContext<'_, Q>,
     sink: &RankSink<'_, Q>,
-    w1: &AdjWindow,
+    level: usize,
     w2: &AdjWindow,
+    view: WindowView<'_>,
     threads: usize,
 ) -> Result<u64> {
     let query = ctx.query;
     let capacity = ctx.plan.local_gather_records / threads;
-    let view = WindowView { w1, w2: Some(w2), store_ids: None, level2: None };
     let bounds = balanced_tasks(w2, &view, threads * 8);
     let aggregate = AtomicU64::new(0);
     bounds.par_windows(2).try_for_each(|task| -> Result<()> {
@@ -179,13 +191,13 @@ fn scatter_level2<Q: NeighborhoodQuery>(
         for k in task[0]..task[1] {
             let (v, list) = (w2.ids[k] as VertexId, w2.list_at(k));
             match marks.as_deref_mut() {
-                Some(table) if view.parent_list(1, v).len() >= 2 => {
+                Some(table) if level == 2 && view.parent_list(1, v).len() >= 2 => {
                     list.iter().for_each(|e| table[e.id() as usize] = (e.0 & 3) as u8);
                     let view = WindowView { level2: Some((v, &table[..])), ..view };
                     query.adj_scatter(2, &view, &mut emitter, v, list);
                     list.iter().for_each(|e| table[e.id() as usize] = 0);
                 }
-                _ => query.adj_scatter(2, &view, &mut emitter, v, list),
+                _ => query.adj_scatter(level, &view, &mut emitter, v, list),
             }
             if emitter.error.is_some() {
                 break;
@@ -249,7 +261,7 @@ fn scatter_partial<Q: NeighborhoodQuery>(
         for slot in slots(buffers.page(frame)) {
             record.resize(slot.len as usize, Nbr(0));
             read_record(buffers.page(frame), &slot, &mut record);
-            let view = PartialView { store_ids: ctx.store_ids.as_deref() };
+            let view = PartialView { store_ids: ctx.store_ids.as_deref(), column: ctx.column.as_deref() };
             query.adj_scatter(1, &view, &mut emitter, slot.source as VertexId, &record);
             stats.adjacency_entries_loaded += slot.len as u64;
         }
@@ -266,6 +278,7 @@ fn scatter_partial<Q: NeighborhoodQuery>(
 
 struct PartialView<'a> {
     store_ids: Option<&'a [u32]>,
+    column: Option<&'a [u64]>,
 }
 
 /// The store id of `v` from the one-level query's column.
@@ -276,6 +289,9 @@ fn store_id_of(store_ids: Option<&[u32]>, v: VertexId) -> VertexId {
 impl NeighborhoodView for PartialView<'_> {
     fn store_id(&self, v: VertexId) -> VertexId {
         store_id_of(self.store_ids, v)
+    }
+    fn column(&self, v: VertexId) -> u64 {
+        column_entry(self.column, v)
     }
     fn adjacency(&self, _: VertexId) -> &[Nbr] {
         panic!("adjacency lists are not available in partial-list mode")
@@ -291,6 +307,8 @@ struct WindowView<'a> {
     w1: &'a AdjWindow,
     w2: Option<&'a AdjWindow>,
     store_ids: Option<&'a [u32]>,
+    /// The query's column in BBP order (one-level queries with a column).
+    column: Option<&'a [u64]>,
     /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
     /// a neighbour), so that intersecting a parent's list with it is one lookup per entry.
     level2: Option<(VertexId, &'a [u8])>,
@@ -299,6 +317,9 @@ struct WindowView<'a> {
 impl NeighborhoodView for WindowView<'_> {
     fn store_id(&self, v: VertexId) -> VertexId {
         store_id_of(self.store_ids, v)
+    }
+    fn column(&self, v: VertexId) -> u64 {
+        column_entry(self.column, v)
     }
     fn adjacency(&self, v: VertexId) -> &[Nbr] {
         self.w2
