@@ -84,6 +84,11 @@ fn clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bbp"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = outcore(&["run", "tc", "--store", &p("s"), "--engine", "nwsm", "--memory", "2KiB", "-q"]);
     assert_eq!(out.status.code(), Some(75), "{}", String::from_utf8_lossy(&out.stderr));
+    // Generated R-MAT keeps duplicate arcs: cdlp's one-level queries would merge them.
     let out = outcore(&["run", "cdlp", "--store", &p("s"), "--engine", "nwsm", "-q"]);
     assert_eq!(out.status.code(), Some(64), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without duplicate arcs"));
+    let out = outcore(&["run", "bfs", "--store", &p("s"), "--engine", "nwsm", "--source", "0", "-q"]);
+    assert_eq!(out.status.code(), Some(64), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not run vertex programs"));
 }

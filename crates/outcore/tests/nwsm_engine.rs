@@ -217,8 +217,12 @@ fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
     let store = build(dir.path(), &g);
     let err = tc::run(&nwsm(&store, 4 << 10, 512, 1), &tc::Config).unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
-    let err =
-        outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "cdlp", &AlgorithmParams::default()).unwrap_err();
+    let err = outcore::algo::run_algorithm(
+        &nwsm(&store, 1 << 20, 512, 1),
+        "bfs",
+        &AlgorithmParams { source: Some(original(0)), ..params() },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("nwsm engine does not run"), "{err}");
     let err = outcore::engine::nwsm::partition::build(
         &store,
@@ -367,6 +371,74 @@ fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
     let store = build(dir.path(), &g);
     let err = outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), "pr", &params()).unwrap_err();
     assert!(err.to_string().contains("without duplicate arcs"), "{err}");
+}
+
+/// Core numbers by peeling (Batagelj–Zaversnik, quadratic here): the vertex of least degree
+/// goes next, its degree raising k; degrees count one neighbour entry per arc, self-loops left
+/// out (kcore's definition on directed graphs: in-degree + out-degree).
+fn reference_cores(g: &Graph) -> Vec<u64> {
+    let n = g.n as usize;
+    let mut adj = vec![Vec::new(); n];
+    for &(s, t, _) in g.edges.iter().filter(|(s, t, _)| s != t) {
+        adj[s as usize].push(t as usize);
+        adj[t as usize].push(s as usize);
+    }
+    let mut degree: Vec<usize> = adj.iter().map(Vec::len).collect();
+    let (mut core, mut removed, mut k) = (vec![0u64; n], vec![false; n], 0);
+    for _ in 0..n {
+        let v = (0..n).filter(|&v| !removed[v]).min_by_key(|&v| degree[v]).unwrap();
+        k = k.max(degree[v]);
+        (core[v], removed[v]) = (k as u64, true);
+        adj[v].iter().for_each(|&w| degree[w] -= !removed[w] as usize);
+    }
+    core
+}
+
+/// cdlp and kcore as rounds of one-level queries on nwsm (neighbours' labels and estimates read
+/// from the query's column) equal cdlp's Pregel form on the pregel engine and core numbers by
+/// peeling, for 1, 2 and 4 ranks, with budgets small enough that level-1 windows slide; on a
+/// graph with a self-loop or a duplicate arc nwsm refuses them and `auto` runs the Pregel form.
+#[test]
+fn cdlp_and_kcore_as_one_level_queries_equal_the_pregel_form_and_peeling() {
+    let pregel = |store: &Store| {
+        Runner::new(
+            store,
+            RunOptions { engine: EngineKind::Pregel, memory: MemoryBudget::new(1 << 28), ..RunOptions::default() },
+        )
+    };
+    for directed in [true, false] {
+        let mut g = simple(erdos_renyi(1000, 5000, 5, directed, false));
+        let other = simple(erdos_renyi(300, 150, 8, directed, false));
+        g.edges.extend(other.edges.iter().map(|&(s, t, w)| (s + g.n, t + g.n, w)));
+        g.n += other.n;
+        let dir = tempfile::tempdir().unwrap();
+        let store = build(dir.path(), &g);
+        let labels = run(&pregel(&store), "cdlp", &params());
+        let cores = reference_cores(&g);
+        for (ranks, kib) in [(1, 64), (2, 88), (4, 108)] {
+            let context = format!("directed={directed} ranks={ranks}");
+            let runner = nwsm(&store, kib << 10, 512, ranks);
+            assert_same(&run(&runner, "cdlp", &params()), &labels, &format!("cdlp {context}"));
+            assert!(nwsm_figures(&runner).level1_window_slides >= 4, "{context}: windows did not slide");
+            let got = run(&nwsm(&store, kib << 10, 512, ranks), "kcore", &params());
+            assert!(matches!(&got.columns[0].1, ValueColumn::Count(c) if *c == cores), "kcore {context}");
+        }
+    }
+    for extra in [(2, 2), (0, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut g = complete(5, true);
+        g.edges.push((extra.0, extra.1, 1.0));
+        let store = build(dir.path(), &g);
+        for algorithm in ["cdlp", "kcore"] {
+            let err = outcore::algo::run_algorithm(&nwsm(&store, 1 << 20, 512, 1), algorithm, &params()).unwrap_err();
+            assert!(err.to_string().contains("without duplicate arcs or self-loops"), "{algorithm}: {err}");
+            let auto = Runner::new(
+                &store,
+                RunOptions { engine: EngineKind::Auto, memory: MemoryBudget::new(1 << 28), ..RunOptions::default() },
+            );
+            assert_same(&run(&auto, algorithm, &params()), &run(&pregel(&store), algorithm, &params()), algorithm);
+        }
+    }
 }
 
 /// Every run reports how long each resource was busy (summed over ranks: each rank's share is

@@ -11,16 +11,25 @@
 //! are original-id ranks ([`Runner::original_ranks`]) while propagating, so ties still go to
 //! the smallest original id, and are mapped back to dense ids at the end.
 //!
-//! A Pregel program, since the mode needs the multiset of labels (no combiner): superstep s
-//! computes iteration s from the labels sent in superstep s − 1, then sends the new label along
-//! every out-edge and, on directed graphs, every in-edge; superstep `iterations` only computes.
+//! Two forms. A Pregel program, since the mode needs the multiset of labels (no combiner):
+//! superstep s computes iteration s from the labels sent in superstep s − 1, then sends the new
+//! label along every out-edge and, on directed graphs, every in-edge; superstep `iterations`
+//! only computes. And rounds of one-level neighborhood queries ([`CdlpRound`], TurboGraph++
+//! §2.3 with k = 1): each vertex reads the previous labels of its full list, an entry joined
+//! both ways counting twice on a directed graph. No message is stored, so the engines that run
+//! queries (nwsm with its pages, inmem) need memory for the labels and one window only, where
+//! the Pregel form stores every arc's message. A full list holds a neighbour once and no
+//! self-loop, so the query form runs on graphs without duplicate arcs or self-loops only
+//! ([`super::simple_graph_out_degrees`]); on others the Runner chooses the Pregel form.
 
 use std::cell::RefCell;
 
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{send_to_neighbors, Along, GraphInfo, PregelContext, PregelProgram};
+use crate::program::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::VertexId;
 
 /// CDLP parameters.
@@ -113,9 +122,73 @@ impl PregelProgram for Cdlp<'_> {
     }
 }
 
+/// One CDLP iteration as a one-level neighborhood query: every vertex with neighbours takes the
+/// most frequent of their `labels` (store order, read as the query's column), sent to itself as label + 1 so that 0, the
+/// gather identity, means "no neighbours: keep the label".
+struct CdlpRound<'a> {
+    labels: &'a [VertexId],
+    directed: bool,
+}
+
+impl NeighborhoodQuery for CdlpRound<'_> {
+    type Value = u64;
+    type Output = u64;
+
+    fn levels(&self) -> usize {
+        1
+    }
+    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<u64>, u: u64, adj: &[Nbr]) {
+        let mode = SCRATCH_NEIGHBOR_LABELS.with_borrow_mut(|labels| {
+            labels.clear();
+            for w in adj {
+                let label = view.column(w.id());
+                // On a directed graph each arc carries a label: a neighbour joined both ways counts twice.
+                let copies = if self.directed { w.arcs() } else { 1 };
+                labels.extend(std::iter::repeat_n(label, copies as usize));
+            }
+            most_frequent(labels)
+        });
+        if let Some(mode) = mode {
+            out.update(u, mode + 1);
+        }
+    }
+    fn vertex_gather(&self, gathered: u64, update: u64) -> u64 {
+        gathered.max(update)
+    }
+    fn vertex_apply(&self, v: VertexId, _: u64, gathered: u64) -> u64 {
+        gathered.checked_sub(1).unwrap_or(self.labels[v as usize])
+    }
+    fn column(&self) -> Option<&[u64]> {
+        Some(self.labels)
+    }
+}
+
+thread_local! {
+    /// [`CdlpRound`]'s labels of one vertex's neighbours, reused across vertices.
+    static SCRATCH_NEIGHBOR_LABELS: RefCell<Vec<VertexId>> = const { RefCell::new(Vec::new()) };
+}
+
+fn run_rounds(runner: &Runner, iterations: usize, rank: Option<&[u64]>) -> Result<Vec<VertexId>> {
+    super::simple_graph_out_degrees(runner, "cdlp")?;
+    let graph = runner.graph_info();
+    let mut labels: Vec<VertexId> = (0..graph.num_vertices).map(|v| rank.map_or(v, |r| r[v as usize])).collect();
+    for _ in 0..iterations {
+        labels = runner.run_neighborhood_query(&CdlpRound { labels: &labels, directed: graph.directed })?.values;
+    }
+    Ok(labels)
+}
+
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {
     let rank = runner.original_ranks()?;
-    let labels = runner.run_pregel_wire(&Cdlp { iterations: config.iterations, rank: rank.as_deref() })?;
+    let program = Cdlp { iterations: config.iterations, rank: rank.as_deref() };
+    let forms = [
+        ProgramShape::pregel(&program, true),
+        ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_column(),
+    ];
+    let labels = runner.run_forms(&forms, |form| match form {
+        0 => runner.run_pregel_wire(&program),
+        _ => run_rounds(runner, config.iterations, rank.as_deref()),
+    })?;
     Ok(CdlpOutput { label: super::ranks_to_dense(rank.as_deref(), labels) })
 }
 

@@ -14,6 +14,13 @@
 //! The aggregate counts the estimates that dropped; the run stops after the first superstep
 //! s ≥ 1 in which none did (the next one would receive the same estimates again).
 //!
+//! The same iteration runs as rounds of one-level neighborhood queries ([`KcoreRound`],
+//! TurboGraph++ §2.3 with k = 1) on the engines that run them (nwsm, inmem): each vertex takes
+//! the h-index of the estimates of its full list, stored nowhere but in the estimate column.
+//! Estimates start above every degree, so the first round gives the degrees. Full lists hold a
+//! neighbour once, so this form runs only on graphs without duplicate arcs or self-loops
+//! ([`super::simple_graph_out_degrees`]); on others the Runner chooses the Pregel program.
+//!
 //! Directions are ignored. On a directed store a vertex's neighbours are its in- and
 //! out-neighbours with one entry per arc, so its degree is in-degree + out-degree and a
 //! neighbour joined both ways counts twice — what networkx's `core_number` does on a
@@ -22,9 +29,11 @@
 use std::cell::RefCell;
 
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::Result;
 use crate::program::{send_to_neighbors, Along, Control, GraphInfo, PregelContext, PregelProgram};
+use crate::program::{Emitter, Nbr, NeighborhoodQuery, NeighborhoodView};
 use crate::VertexId;
 
 /// k-core has no parameters.
@@ -127,8 +136,67 @@ impl PregelProgram for Kcore {
     }
 }
 
+/// One round of the h-index iteration as a one-level neighborhood query: every vertex with
+/// neighbours sends itself the h-index of their `estimates` (store order, read as the query's
+/// column), capped by its own,
+/// as h + 1, so that 0, the gather identity, means "no neighbours: core 0".
+struct KcoreRound<'a> {
+    estimates: &'a [u64],
+    directed: bool,
+}
+
+impl NeighborhoodQuery for KcoreRound<'_> {
+    type Value = u64;
+    type Output = u64;
+
+    fn levels(&self) -> usize {
+        1
+    }
+    fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<u64>, u: u64, adj: &[Nbr]) {
+        let h = SCRATCH_ESTIMATES.with_borrow_mut(|estimates| {
+            estimates.clear();
+            for w in adj {
+                let estimate = view.column(w.id());
+                // On a directed graph each arc is one neighbour entry: joined both ways counts twice.
+                let copies = if self.directed { w.arcs() } else { 1 };
+                estimates.extend(std::iter::repeat_n(estimate, copies as usize));
+            }
+            h_index(estimates, view.column(u))
+        });
+        out.update(u, h + 1);
+    }
+    fn vertex_gather(&self, gathered: u64, update: u64) -> u64 {
+        gathered.max(update)
+    }
+    fn vertex_apply(&self, _: VertexId, _: u64, gathered: u64) -> u64 {
+        gathered.saturating_sub(1)
+    }
+    fn column(&self) -> Option<&[u64]> {
+        Some(self.estimates)
+    }
+}
+
+thread_local! {
+    /// [`KcoreRound`]'s estimates of one vertex's neighbours, reused across vertices.
+    static SCRATCH_ESTIMATES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+fn run_rounds(runner: &Runner) -> Result<Vec<u64>> {
+    super::simple_graph_out_degrees(runner, "kcore")?;
+    let graph = runner.graph_info();
+    let unbounded = vec![u64::MAX; graph.num_vertices as usize];
+    super::until_stable(unbounded, |estimates| {
+        Ok(runner.run_neighborhood_query(&KcoreRound { estimates, directed: graph.directed })?.values)
+    })
+}
+
 pub fn run(runner: &Runner, _config: &Config) -> Result<KcoreOutput> {
-    Ok(KcoreOutput { core: runner.run_pregel_wire(&Kcore)? })
+    let forms = [ProgramShape::pregel(&Kcore, true), ProgramShape::query_rounds(1, 8, None).with_column()];
+    let core = runner.run_forms(&forms, |form| match form {
+        0 => runner.run_pregel_wire(&Kcore),
+        _ => run_rounds(runner),
+    })?;
+    Ok(KcoreOutput { core })
 }
 
 impl From<KcoreOutput> for AlgorithmResult {

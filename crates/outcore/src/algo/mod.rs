@@ -307,6 +307,52 @@ fn until_stable<T: PartialEq>(mut values: Vec<T>, mut round: impl FnMut(&[T]) ->
     }
 }
 
+/// Counts each vertex's out-neighbours from the full lists of a one-level neighborhood query.
+struct OutDegrees;
+
+impl crate::program::NeighborhoodQuery for OutDegrees {
+    type Value = f64;
+    type Output = f64;
+
+    fn levels(&self) -> usize {
+        1
+    }
+    fn adj_scatter(
+        &self,
+        _: usize,
+        _: &dyn crate::program::NeighborhoodView,
+        out: &mut dyn crate::program::Emitter<f64>,
+        u: u64,
+        adj: &[crate::program::Nbr],
+    ) {
+        out.update(u, adj.iter().filter(|v| v.is_out()).count() as f64);
+    }
+    fn vertex_gather(&self, gathered: f64, update: f64) -> f64 {
+        gathered + update
+    }
+    fn vertex_apply(&self, _: VertexId, _: u64, count: f64) -> f64 {
+        count
+    }
+}
+
+/// The out-degree of every vertex (store order), counted by a one-level neighborhood query, once
+/// it has checked that the graph has no duplicate arcs or self-loops. Full lists keep one entry
+/// per neighbour and drop loops, so rounds of one-level queries compute `algorithm` as its other
+/// forms do only on such a graph; on any other the error is [`Error::Unsupported`], and
+/// [`Runner::run_forms`] chooses among the algorithm's other forms.
+fn simple_graph_out_degrees(runner: &Runner, algorithm: &str) -> Result<Vec<f64>> {
+    let out_degree = runner.run_neighborhood_query(&OutDegrees)?.values;
+    let arcs = out_degree.iter().sum::<f64>() as u64;
+    let stored = runner.graph_info().num_arcs;
+    if arcs != stored {
+        return Err(Error::Unsupported(format!(
+            "{algorithm} as neighborhood queries needs a graph without duplicate arcs or self-loops; this store \
+             has {stored} arcs, {arcs} of them distinct and not loops"
+        )));
+    }
+    Ok(out_degree)
+}
+
 /// An [`AlgorithmResult`] with one column and a summary.
 fn single_column(
     algorithm: &str,

@@ -104,8 +104,7 @@ impl VertexProgram for PageRank {
     }
 }
 
-/// One PageRank iteration as a one-level neighborhood query (`out_degree` empty: the query
-/// that counts out-degrees instead).
+/// One PageRank iteration as a one-level neighborhood query.
 struct PageRankRound<'a> {
     rank: &'a [f64],
     out_degree: &'a [f64],
@@ -121,46 +120,26 @@ impl NeighborhoodQuery for PageRankRound<'_> {
         1
     }
     fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<f64>, u: u64, adj: &[Nbr]) {
-        let outs = adj.iter().filter(|v| v.is_out());
-        match self.out_degree {
-            [] => out.update(u, outs.count() as f64),
-            degrees => {
-                let u = view.store_id(u) as usize;
-                let share = self.rank[u] / degrees[u];
-                outs.for_each(|v| out.update(v.id(), share));
-            }
-        }
+        let u = view.store_id(u) as usize;
+        let share = self.rank[u] / self.out_degree[u];
+        adj.iter().filter(|v| v.is_out()).for_each(|v| out.update(v.id(), share));
     }
     fn vertex_gather(&self, gathered: f64, update: f64) -> f64 {
         gathered + update
     }
     fn vertex_apply(&self, _: VertexId, _: u64, sum: f64) -> f64 {
-        match self.out_degree {
-            [] => sum,
-            _ => {
-                let n = self.rank.len() as f64;
-                (1.0 - self.damping) / n + self.damping * sum + self.damping * self.sink_mass / n
-            }
-        }
+        let n = self.rank.len() as f64;
+        (1.0 - self.damping) / n + self.damping * sum + self.damping * self.sink_mass / n
     }
 }
 
 fn run_rounds(runner: &Runner, config: &Config) -> Result<Vec<f64>> {
     let n = runner.graph_info().num_vertices as usize;
-    let count = PageRankRound { rank: &[], out_degree: &[], damping: config.damping, sink_mass: 0.0 };
-    let out_degree = runner.run_neighborhood_query(&count)?.values;
-    let arcs = out_degree.iter().sum::<f64>() as u64;
-    if arcs != runner.graph_info().num_arcs {
-        return Err(Error::Unsupported(format!(
-            "pr on the nwsm engine needs a graph without duplicate arcs or self-loops; this store has {} arcs, \
-             {arcs} of them distinct and not loops",
-            runner.graph_info().num_arcs
-        )));
-    }
+    let out_degree = super::simple_graph_out_degrees(runner, "pr")?;
     let mut rank = vec![1.0 / n as f64; n];
     for _ in 0..config.iterations {
         let sink_mass = rank.iter().zip(&out_degree).filter(|(_, &d)| d == 0.0).map(|(r, _)| r).sum();
-        let round = PageRankRound { rank: &rank, out_degree: &out_degree, sink_mass, ..count };
+        let round = PageRankRound { rank: &rank, out_degree: &out_degree, damping: config.damping, sink_mass };
         rank = runner.run_neighborhood_query(&round)?.values;
     }
     Ok(rank)
