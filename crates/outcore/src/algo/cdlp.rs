@@ -123,8 +123,8 @@ impl PregelProgram for Cdlp<'_> {
 }
 
 /// One CDLP iteration as a one-level neighborhood query: every vertex with neighbours takes the
-/// most frequent of their `labels` (store order, read as the query's column), sent to itself as label + 1 so that 0, the
-/// gather identity, means "no neighbours: keep the label".
+/// most frequent of their `labels` (store order, read as the query's column), sent to itself
+/// as label + 1 so that 0, the gather identity, means "no neighbours: keep the label".
 struct CdlpRound<'a> {
     labels: &'a [VertexId],
     directed: bool,

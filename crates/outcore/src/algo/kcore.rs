@@ -138,8 +138,8 @@ impl PregelProgram for Kcore {
 
 /// One round of the h-index iteration as a one-level neighborhood query: every vertex with
 /// neighbours sends itself the h-index of their `estimates` (store order, read as the query's
-/// column), capped by its own,
-/// as h + 1, so that 0, the gather identity, means "no neighbours: core 0".
+/// column), capped by its own, as h + 1, so that 0, the gather identity, means "no
+/// neighbours: core 0".
 struct KcoreRound<'a> {
     estimates: &'a [u64],
     directed: bool,

@@ -81,7 +81,7 @@ impl MemoryPlan {
 /// The plan for `n` vertices, `p` ranks and a `k`-level query.
 pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at_least: usize) -> Result<MemoryPlan> {
     // One-level queries also keep the store id of every vertex (4 B): they read state by it.
-    // (A query's column in BBP order is charged apart: `RunSizing::with_column`.)
+    // (A query's column in BBP order is charged apart: `RunSizing::new`'s `column_bytes`.)
     // Two-level queries keep a list-mark table of 1 B per vertex per thread (`ListMarks`).
     let store_id_bytes = if k == 1 { 4 } else { 0 };
     let mark_bytes = if k >= 2 { rayon::current_num_threads() as u64 } else { 0 };
