@@ -178,7 +178,7 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     /// The query's column in BBP order, for one-level queries that have one
     /// ([`NeighborhoodView::column`]).
     column: Option<Vec<u64>>,
-    /// Two-level queries: one list-mark table per rayon thread (see [`scatter_level2`]).
+    /// Two-level queries: one list-mark table per rayon thread (see `scatter::scatter_tasks`).
     list_marks: Vec<Mutex<Vec<u8>>>,
 }
 

@@ -174,13 +174,13 @@ fn scatter_tasks<Q: NeighborhoodQuery>(
     ctx: &RunContext<'_, Q>,
     sink: &RankSink<'_, Q>,
     level: usize,
-    w2: &AdjWindow,
+    window: &AdjWindow,
     view: WindowView<'_>,
     threads: usize,
 ) -> Result<u64> {
     let query = ctx.query;
     let capacity = ctx.plan.local_gather_records / threads;
-    let bounds = balanced_tasks(w2, &view, threads * 8);
+    let bounds = balanced_tasks(window, &view, threads * 8);
     let aggregate = AtomicU64::new(0);
     bounds.par_windows(2).try_for_each(|task| -> Result<()> {
         let mut lgb = LocalGather::new(capacity, &ctx.layout.rank_starts, sink);
@@ -189,7 +189,7 @@ fn scatter_tasks<Q: NeighborhoodQuery>(
         // back to merging.
         let mut marks = rayon::current_thread_index().and_then(|i| ctx.list_marks.get(i)?.try_lock().ok());
         for k in task[0]..task[1] {
-            let (v, list) = (w2.ids[k] as VertexId, w2.list_at(k));
+            let (v, list) = (window.ids[k] as VertexId, window.list_at(k));
             match marks.as_deref_mut() {
                 Some(table) if level == 2 && view.parent_list(1, v).len() >= 2 => {
                     list.iter().for_each(|e| table[e.id() as usize] = (e.0 & 3) as u8);
