@@ -270,6 +270,12 @@ pub trait EdgePass: Sync {
 /// What a Pregel `compute` can see and do for one vertex in one superstep.
 pub trait PregelContext<M> {
     fn vertex(&self) -> VertexId;
+    /// The vertex as its neighbours' lists and `send` name it: the dense id on most engines,
+    /// but the pregel engine names vertices by original id or recoded name, so a program that
+    /// looks for the vertex itself among its neighbours (self-loops) compares with this.
+    fn name(&self) -> VertexId {
+        self.vertex()
+    }
     fn superstep(&self) -> usize;
     fn graph(&self) -> &GraphInfo;
     /// Targets of the vertex's out-edges.

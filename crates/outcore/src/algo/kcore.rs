@@ -111,7 +111,8 @@ impl PregelProgram for Kcore {
     /// of its neighbours' estimates (8 bytes a vertex, not a table per arc), so the h-index
     /// needs all of them in each superstep's messages.
     fn compute(&self, ctx: &mut dyn PregelContext<u64>, estimate: &mut u64, estimates: &[u64]) {
-        let v = ctx.vertex();
+        // Self-loops are found by the name lists use, not the dense id (the pregel engine's differ).
+        let v = ctx.name();
         let along = if ctx.graph().directed { Along::OutAndIn } else { Along::Out };
         if ctx.superstep() == 0 {
             let out = ctx.out_neighbors().iter().filter(|&&u| u != v).count();

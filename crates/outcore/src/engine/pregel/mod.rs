@@ -23,7 +23,7 @@
 //! are combined as they are generated and never reach a file (one rank writes no message at all).
 //!
 //! Both program kinds run here. Pregel programs run as written (their `out_neighbors` and
-//! `in_neighbors` are *names*, which `send` accepts; `vertex()` is the dense id). A
+//! `in_neighbors` are *names*, which `send` accepts, as is `name()`; `vertex()` is the dense id). A
 //! [`VertexProgram`] iteration `i` becomes superstep `i`: a vertex applies the combined messages of
 //! iteration `i - 1`, adds its global contribution, and scatters if active; the decision to stop
 //! (`end_iteration`, no active vertex, `max_iterations`) is taken right after the step, and the
@@ -345,6 +345,8 @@ struct PregelSteps<'a, P> {
 struct Context<'a, P: PregelProgram> {
     program: &'a P,
     vertex: VertexId,
+    /// The vertex's name (what lists hold and `send` takes).
+    name: u64,
     superstep: usize,
     graph: &'a GraphInfo,
     lists: &'a ListCursor<'a>,
@@ -359,6 +361,9 @@ where
 {
     fn vertex(&self) -> VertexId {
         self.vertex
+    }
+    fn name(&self) -> VertexId {
+        self.name
     }
     fn superstep(&self) -> usize {
         self.superstep
@@ -436,6 +441,7 @@ where
         let mut ctx = Context {
             program: self.program,
             vertex: vertex.dense,
+            name: vertex.name,
             superstep: step,
             graph: &self.graph,
             lists,
