@@ -138,16 +138,7 @@ impl NeighborhoodQuery for CdlpRound<'_> {
         1
     }
     fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<u64>, u: u64, adj: &[Nbr]) {
-        let mode = SCRATCH_NEIGHBOR_LABELS.with_borrow_mut(|labels| {
-            labels.clear();
-            for w in adj {
-                let label = view.column(w.id());
-                // On a directed graph each arc carries a label: a neighbour joined both ways counts twice.
-                let copies = if self.directed { w.arcs() } else { 1 };
-                labels.extend(std::iter::repeat_n(label, copies as usize));
-            }
-            most_frequent(labels)
-        });
+        let mode = super::with_neighbor_values(view, adj, self.directed, most_frequent);
         if let Some(mode) = mode {
             out.update(u, mode + 1);
         }
@@ -161,11 +152,6 @@ impl NeighborhoodQuery for CdlpRound<'_> {
     fn column(&self) -> Option<&[u64]> {
         Some(self.labels)
     }
-}
-
-thread_local! {
-    /// [`CdlpRound`]'s labels of one vertex's neighbours, reused across vertices.
-    static SCRATCH_NEIGHBOR_LABELS: RefCell<Vec<VertexId>> = const { RefCell::new(Vec::new()) };
 }
 
 fn run_rounds(runner: &Runner, iterations: usize, rank: Option<&[u64]>) -> Result<Vec<VertexId>> {

@@ -154,16 +154,7 @@ impl NeighborhoodQuery for KcoreRound<'_> {
         1
     }
     fn adj_scatter(&self, _: usize, view: &dyn NeighborhoodView, out: &mut dyn Emitter<u64>, u: u64, adj: &[Nbr]) {
-        let h = SCRATCH_ESTIMATES.with_borrow_mut(|estimates| {
-            estimates.clear();
-            for w in adj {
-                let estimate = view.column(w.id());
-                // On a directed graph each arc is one neighbour entry: joined both ways counts twice.
-                let copies = if self.directed { w.arcs() } else { 1 };
-                estimates.extend(std::iter::repeat_n(estimate, copies as usize));
-            }
-            h_index(estimates, view.column(u))
-        });
+        let h = super::with_neighbor_values(view, adj, self.directed, |estimates| h_index(estimates, view.column(u)));
         out.update(u, h + 1);
     }
     fn vertex_gather(&self, gathered: u64, update: u64) -> u64 {
@@ -175,11 +166,6 @@ impl NeighborhoodQuery for KcoreRound<'_> {
     fn column(&self) -> Option<&[u64]> {
         Some(self.estimates)
     }
-}
-
-thread_local! {
-    /// [`KcoreRound`]'s estimates of one vertex's neighbours, reused across vertices.
-    static SCRATCH_ESTIMATES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
 fn run_rounds(runner: &Runner) -> Result<Vec<u64>> {

@@ -353,6 +353,31 @@ fn simple_graph_out_degrees(runner: &Runner, algorithm: &str) -> Result<Vec<f64>
     Ok(out_degree)
 }
 
+thread_local! {
+    /// [`with_neighbor_values`]'s values of one vertex's neighbours, reused across vertices.
+    static SCRATCH_NEIGHBOR_VALUES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Hands `f` the query column's values of the neighbours in full list `adj`: one per arc on a
+/// directed graph (a neighbour joined both ways twice, as a Pregel program receives one message
+/// per arc), one per neighbour on an undirected one. Used by one-level rounds that need the
+/// multiset (cdlp's mode, kcore's h-index); the vector is per thread, reused across vertices.
+fn with_neighbor_values<R>(
+    view: &dyn crate::program::NeighborhoodView,
+    adj: &[crate::program::Nbr],
+    directed: bool,
+    f: impl FnOnce(&[u64]) -> R,
+) -> R {
+    SCRATCH_NEIGHBOR_VALUES.with_borrow_mut(|values| {
+        values.clear();
+        for w in adj {
+            let copies = if directed { w.arcs() } else { 1 };
+            values.extend(std::iter::repeat_n(view.column(w.id()), copies as usize));
+        }
+        f(values)
+    })
+}
+
 /// An [`AlgorithmResult`] with one column and a summary.
 fn single_column(
     algorithm: &str,
