@@ -9,13 +9,13 @@ mod cache_support;
 
 use std::collections::BTreeMap;
 
-use cache_support::{build, erdos_renyi, rmat, Graph};
+use cache_support::{build, erdos_renyi, rmat, simple, Graph};
 use outcore::algo::{run_algorithm, AlgorithmParams};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
-use outcore::runtime::MemoryBudget;
+use outcore::runtime::{MemoryBudget, MemoryPart};
 use outcore::store::Store;
 
 struct TestGraph {
@@ -155,6 +155,36 @@ fn nwsm_charges_its_plan() {
     let stats = run(&g.store, nwsm, "tc");
     assert_ledger_is_plan("nwsm tc", &stats);
     assert!(stats.figures.nwsm.as_ref().unwrap().q > 1);
+}
+
+/// Rounds of one-level queries on nwsm: the algorithm's own state beside the engine (pr's
+/// ranks and out-degrees, cdlp's labels, kcore's estimates, sssp's distances) is a part of the
+/// plan and of the ledger, and the engine plans within the rest of the budget. (cdlp's and
+/// kcore's rounds read a column, the degree query before them does not, so their windows are
+/// larger then: their parts peak at different queries, and the test checks the budget.)
+#[test]
+fn nwsm_rounds_charge_the_algorithms_state() {
+    let g = simple(erdos_renyi(1500, 6000, 4, true, false));
+    let g = store_of(&g);
+    let nwsm = RunOptions { nwsm: NwsmOptions { page_size: 512, ranks: 2 }, ..options(EngineKind::Nwsm, 112 << 10) };
+    run(&g.store, nwsm.clone(), "tc");
+    for (algorithm, state, column) in [("pr", 16, false), ("sssp", 8, false), ("cdlp", 8, true), ("kcore", 8, true)] {
+        let stats = run(&g.store, nwsm.clone(), algorithm);
+        let what = format!("nwsm {algorithm}");
+        let plan = stats.plan.as_ref().unwrap();
+        assert_eq!(plan.memory[0], MemoryPart::new("algorithm state", state * 1500), "{what}: {plan:?}");
+        assert_eq!(stats.memory_ledger.part("algorithm state"), state * 1500, "{what}");
+        if column {
+            assert_eq!(stats.memory_ledger.part("query column"), 8 * 1500, "{what}");
+            let peak = stats.memory_ledger.peak_bytes;
+            assert!(peak <= stats.memory_budget_bytes, "{what}: peak {peak}");
+            assert!(plan.memory_total() <= stats.memory_budget_bytes, "{what}: {plan:?}");
+        } else {
+            assert_ledger_is_plan(&what, &stats);
+        }
+        let q = stats.figures.nwsm.as_ref().unwrap().q;
+        assert!(q > 1, "{what}: {q} range");
+    }
 }
 
 /// Pregel at W = 1: the rank's vertex records and message buffers; recoded, the arrays its

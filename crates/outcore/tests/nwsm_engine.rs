@@ -321,12 +321,6 @@ fn bytes_in_flight_between_ranks_stay_within_what_the_plan_charges() {
 }
 
 /// The graph without duplicate arcs (and, undirected, without both orientations of a pair).
-fn simple(mut g: Graph) -> Graph {
-    let mut seen = BTreeSet::new();
-    g.edges.retain(|&(s, t, _)| s != t && seen.insert(if g.directed { (s, t) } else { (s.min(t), s.max(t)) }));
-    g
-}
-
 /// pr, wcc and sssp as one-level queries on nwsm (iterated rounds) equal inmem for 1, 2 and 4
 /// ranks, with budgets small enough that level-1 windows slide and updates spill.
 #[test]
@@ -344,7 +338,8 @@ fn pr_wcc_and_sssp_as_one_level_queries_equal_inmem() {
         let (pr, wcc, sssp) =
             (run(&inmem, "pr", &params()), run(&inmem, "wcc", &params()), run(&inmem, "sssp", &sssp_params));
         for (ranks, kib) in [(1, 64), (2, 88), (4, 108)] {
-            let memory = kib << 10;
+            // and pr's ranks and out-degrees, kept beside the engine
+            let memory = (kib << 10) + 16 * g.n;
             let context = format!("directed={directed} ranks={ranks}");
             let runner = nwsm(&store, memory, 512, ranks);
             let got = run(&runner, "pr", &params());
@@ -420,10 +415,12 @@ fn cdlp_and_kcore_as_one_level_queries_equal_the_pregel_form_and_peeling() {
         assert!(matches!(&got.columns[0].1, ValueColumn::Count(c) if *c == cores), "pregel kcore, directed={directed}");
         for (ranks, kib) in [(1, 64), (2, 88), (4, 108)] {
             let context = format!("directed={directed} ranks={ranks}");
-            let runner = nwsm(&store, kib << 10, 512, ranks);
+            // and the labels (estimates) of the last round, kept beside the engine
+            let memory = (kib << 10) + 8 * g.n;
+            let runner = nwsm(&store, memory, 512, ranks);
             assert_same(&run(&runner, "cdlp", &params()), &labels, &format!("cdlp {context}"));
             assert!(nwsm_figures(&runner).level1_window_slides >= 4, "{context}: windows did not slide");
-            let got = run(&nwsm(&store, kib << 10, 512, ranks), "kcore", &params());
+            let got = run(&nwsm(&store, memory, 512, ranks), "kcore", &params());
             assert!(matches!(&got.columns[0].1, ValueColumn::Count(c) if *c == cores), "kcore {context}");
         }
     }

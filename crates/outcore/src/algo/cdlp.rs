@@ -167,9 +167,11 @@ fn run_rounds(runner: &Runner, iterations: usize, rank: Option<&[u64]>) -> Resul
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {
     let rank = runner.original_ranks()?;
     let program = Cdlp { iterations: config.iterations, rank: rank.as_deref() };
+    // Both forms keep the ranks of original ids beside the engine; the rounds also the labels.
+    let ranks = if rank.is_some() { 8 } else { 0 };
     let forms = [
-        ProgramShape::pregel(&program, true),
-        ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_column(),
+        ProgramShape::pregel(&program, true).with_state(ranks),
+        ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_column().with_state(ranks + 8),
     ];
     let labels = runner.run_forms(&forms, |form| match form {
         0 => runner.run_pregel_wire(&program),

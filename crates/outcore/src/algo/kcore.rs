@@ -178,7 +178,9 @@ fn run_rounds(runner: &Runner) -> Result<Vec<u64>> {
 }
 
 pub fn run(runner: &Runner, _config: &Config) -> Result<KcoreOutput> {
-    let forms = [ProgramShape::pregel(&Kcore, true), ProgramShape::query_rounds(1, 8, None).with_column()];
+    // The rounds keep the last estimates beside the engine.
+    let forms =
+        [ProgramShape::pregel(&Kcore, true), ProgramShape::query_rounds(1, 8, None).with_column().with_state(8)];
     let core = runner.run_forms(&forms, |form| match form {
         0 => runner.run_pregel_wire(&Kcore),
         _ => run_rounds(runner),

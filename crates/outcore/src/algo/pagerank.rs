@@ -150,7 +150,9 @@ pub fn run(runner: &Runner, config: &Config) -> Result<PageRankOutput> {
         return Err(Error::invalid(format!("the damping factor must be in [0, 1], got {}", config.damping)));
     }
     let program = PageRank { damping: config.damping, iterations: config.iterations };
-    let forms = [ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, Some(config.iterations + 1))];
+    // The rounds keep each vertex's rank and out-degree beside the engine.
+    let rounds = ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_state(16);
+    let forms = [ProgramShape::vertex_wire(&program), rounds];
     let rank = runner.run_forms(&forms, |form| match form {
         0 => runner.run_vertex_program_wire(&program),
         _ => run_rounds(runner, config),

@@ -156,7 +156,8 @@ pub fn run(runner: &Runner, config: &Config) -> Result<SsspOutput> {
     // One-level queries read full adjacency lists, which carry no weights.
     let mut forms = vec![ProgramShape::vertex_wire(&Sssp { source: config.source })];
     if !runner.graph_info().weighted {
-        forms.push(ProgramShape::query_rounds(1, 8, None));
+        // The rounds keep the last distances beside the engine.
+        forms.push(ProgramShape::query_rounds(1, 8, None).with_state(8));
     }
     let distance = runner.run_forms(&forms, |form| match form {
         0 => run_program(runner, config.source),

@@ -274,7 +274,13 @@ pub fn run(runner: &Runner, config: &Config) -> Result<WccOutput> {
         .into_iter()
         .filter_map(|(i, on)| on.then_some(i))
         .collect();
-    let all = [ProgramShape::edge_pass(4), ProgramShape::vertex_wire(&program), ProgramShape::query_rounds(1, 8, None)];
+    // Every form keeps the ranks of original ids beside the engine; the rounds also the labels.
+    let ranks = if rank.is_some() { 8 } else { 0 };
+    let all = [
+        ProgramShape::edge_pass(4).with_state(ranks),
+        ProgramShape::vertex_wire(&program).with_state(ranks),
+        ProgramShape::query_rounds(1, 8, None).with_state(ranks + 8),
+    ];
     let forms: Vec<ProgramShape> = offered.iter().map(|&i| all[i]).collect();
     let labels = runner.run_forms(&forms, |form| match offered[form] {
         0 => union_find_labels(runner, rank.as_deref()),

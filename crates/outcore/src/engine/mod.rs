@@ -207,6 +207,14 @@ impl Runner {
     /// Louvain's community arrays), so the engine plans within the rest and the whole run stays
     /// within the budget; `what` names the state in the error when it does not fit.
     pub fn reserve_memory(&self, bytes: u64, what: &str) -> Result<()> {
+        let charge = self.hold_memory(bytes, what)?.for_the_run();
+        self.reservations.lock().unwrap().extend(charge);
+        Ok(())
+    }
+
+    /// Takes `bytes` of the budget as [`reserve_memory`](Self::reserve_memory) does, until the
+    /// returned reservation is dropped (the state of one of an algorithm's forms).
+    fn hold_memory(&self, bytes: u64, what: &str) -> Result<Reservation<'_>> {
         let left = self.memory().bytes();
         if bytes > left {
             return Err(Error::MemoryBudget(format!(
@@ -215,9 +223,10 @@ impl Runner {
                 format_size(left)
             )));
         }
-        self.reservations.lock().unwrap().push(self.ledger.charge("algorithm state", bytes)?);
+        // Nothing to hold: no charge, so no empty "algorithm state" part in the ledger's figures.
+        let charge = if bytes == 0 { None } else { Some(self.ledger.charge("algorithm state", bytes)?) };
         self.reserved.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+        Ok(Reservation { reserved: &self.reserved, charge })
     }
 
     /// The run's memory ledger (`runtime::ledger`): every engine charges the parts of its
@@ -402,7 +411,12 @@ impl Runner {
             let subset: Vec<ProgramShape> = offered.iter().map(|&i| shapes[i]).collect();
             let form = offered[self.choose_form(&subset)?];
             let auto = self.requested == EngineKind::Auto;
-            match run(form) {
+            let state = shapes[form].state_bytes * self.store.num_vertices();
+            let outcome = match self.hold_memory(state, "the algorithm's own state") {
+                Ok(_state) => run(form),
+                Err(e) => Err(e),
+            };
+            match outcome {
                 Err(Error::MemoryBudget(_)) if auto && self.failed.lock().unwrap().len() > refused_before => {}
                 Err(Error::Unsupported(why)) if auto && offered.len() > 1 => {
                     self.progress
@@ -649,6 +663,28 @@ impl Runner {
 }
 
 /// The engine and form chosen for one program run.
+/// Bytes of the budget an algorithm holds beside the engine ([`Runner::hold_memory`]): engines
+/// plan within the rest until it is dropped.
+struct Reservation<'a> {
+    reserved: &'a std::sync::atomic::AtomicU64,
+    charge: Option<Charge>,
+}
+
+impl Reservation<'_> {
+    /// Keeps the bytes reserved for the rest of the run; the charge is the ledger's record.
+    fn for_the_run(mut self) -> Option<Charge> {
+        self.charge.take()
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if let Some(charge) = self.charge.take() {
+            self.reserved.fetch_sub(charge.bytes(), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 struct Choice {
     engine: EngineKind,
     form_index: usize,

@@ -108,6 +108,11 @@ pub struct ProgramShape {
     /// Bytes per vertex of the column a one-level query reads for any vertex
     /// (`NeighborhoodQuery::column`; 0 when it has none), which nwsm keeps in its own order.
     pub column_bytes: u64,
+    /// Bytes per vertex the algorithm itself keeps beside the engine while this form runs
+    /// (the last round's labels of query rounds, PageRank's ranks and degrees): every engine's
+    /// plan counts them as the part "algorithm state" and plans within the rest of the budget,
+    /// and [`Runner::run_forms`](super::Runner::run_forms) reserves them before the form runs.
+    pub state_bytes: u64,
 }
 
 impl ProgramShape {
@@ -132,6 +137,7 @@ impl ProgramShape {
             sends_uniform_messages: program.sends_uniform_messages(),
             sends_one_message: program.sends_one_message_per_iteration(),
             column_bytes: 0,
+            state_bytes: 0,
         }
     }
 
@@ -161,6 +167,7 @@ impl ProgramShape {
             sends_uniform_messages: false,
             sends_one_message: false,
             column_bytes: 0,
+            state_bytes: 0,
         }
     }
 
@@ -191,6 +198,7 @@ impl ProgramShape {
             sends_uniform_messages: false,
             sends_one_message: false,
             column_bytes: 0,
+            state_bytes: 0,
         }
     }
 
@@ -198,6 +206,12 @@ impl ProgramShape {
     /// ([`NeighborhoodQuery::column`](crate::program::NeighborhoodQuery::column)).
     pub fn with_column(self) -> ProgramShape {
         ProgramShape { column_bytes: 8, ..self }
+    }
+
+    /// The same shape, with `bytes` per vertex of state the algorithm keeps beside the engine
+    /// ([`state_bytes`](Self::state_bytes)).
+    pub fn with_state(self, bytes: u64) -> ProgramShape {
+        ProgramShape { state_bytes: bytes, ..self }
     }
 
     /// The shape of an [`EdgePass`](crate::program::EdgePass) keeping `state_bytes` per vertex:
@@ -222,6 +236,7 @@ impl ProgramShape {
             sends_uniform_messages: false,
             sends_one_message: false,
             column_bytes: 0,
+            state_bytes: 0,
         }
     }
 
@@ -676,6 +691,28 @@ pub struct ExplainedPlan {
     pub plan: Plan,
 }
 
+/// The engine's plan within the budget left after the state the algorithm keeps beside it
+/// ([`ProgramShape::state_bytes`]), with that state as its first part.
+fn plan_beside_state(engine: &dyn Engine, shape: &ProgramShape, ctx: &PlanContext) -> Plan {
+    let state = shape.state_bytes * ctx.graph.vertices;
+    if state == 0 {
+        return engine.plan(shape, ctx);
+    }
+    let left = PlanContext { budget: ctx.budget.saturating_sub(state), ..*ctx };
+    let mut plan = engine.plan(shape, &left);
+    plan.memory.insert(0, MemoryPart::new("algorithm state", state));
+    plan.refusal = match plan.refusal.take() {
+        _ if state > ctx.budget => Some(format!(
+            "the algorithm's own state needs {} and the budget is {}",
+            format_size(state),
+            format_size(ctx.budget)
+        )),
+        Some(why) => Some(format!("{why}, after {} of the algorithm's own state", format_size(state))),
+        None => None,
+    };
+    plan
+}
+
 impl Explanation {
     /// Plans every engine that runs any of `shapes`, and picks the fastest that fits.
     pub fn new(shapes: &[ProgramShape], ctx: &PlanContext) -> Explanation {
@@ -686,7 +723,7 @@ impl Explanation {
             if let Some((form_index, shape)) =
                 shapes.iter().enumerate().find(|(_, shape)| engine.refuses(shape, ctx.graph).is_none())
             {
-                rows.push(ExplainedPlan { form: shape.form, form_index, plan: engine.plan(shape, ctx) });
+                rows.push(ExplainedPlan { form: shape.form, form_index, plan: plan_beside_state(engine, shape, ctx) });
             }
         }
         let chosen = ranked(&rows).first().copied();

@@ -63,6 +63,14 @@ pub fn erdos_renyi(n: u64, m: u64, seed: u64, directed: bool, weighted: bool) ->
     Graph { n, edges, directed, weighted }
 }
 
+/// The same graph without self-loops or duplicate arcs (edges in both directions count as one
+/// on an undirected graph), as the one-level query forms of pr, cdlp and kcore need.
+pub fn simple(mut g: Graph) -> Graph {
+    let mut seen = std::collections::BTreeSet::new();
+    g.edges.retain(|&(s, t, _)| s != t && seen.insert(if g.directed { (s, t) } else { (s.min(t), s.max(t)) }));
+    g
+}
+
 /// An undirected `width × height` grid (vertex `y · width + x`).
 pub fn grid(width: u64, height: u64) -> Graph {
     let mut edges = Vec::new();
