@@ -64,7 +64,8 @@ impl PregelProgram for Lcc {
         true
     }
     fn compute(&self, ctx: &mut dyn PregelContext<Msg>, lcc: &mut f64, messages: &[Msg]) {
-        let v = ctx.vertex();
+        // Lists, `send` and the messages name vertices as `name()` does (not the dense id).
+        let v = ctx.name();
         let neighbors = sorted_unique(ctx.out_neighbors().iter().chain(ctx.in_neighbors()).copied(), v);
         let d = neighbors.len();
         match ctx.superstep() {
