@@ -187,6 +187,22 @@ fn nwsm_rounds_charge_the_algorithms_state() {
     }
 }
 
+/// A budget below the state itself: nwsm, asked for, refuses before it runs, and `auto`'s
+/// plan of nwsm says why; neither panics nor charges past the budget.
+#[test]
+fn a_form_whose_state_alone_exceeds_the_budget_is_refused() {
+    let g = store_of(&simple(erdos_renyi(1500, 6000, 4, true, false)));
+    let runner = Runner::new(&g.store, options(EngineKind::Nwsm, 8 << 10));
+    let err = run_algorithm(&runner, "cdlp", &params("cdlp")).unwrap_err();
+    assert!(matches!(err, outcore::Error::MemoryBudget(_)), "{err}");
+    assert!(err.to_string().contains("the algorithm's own state needs 11.72 KiB"), "{err}");
+    let runner = Runner::new(&g.store, options(EngineKind::Auto, 8 << 10));
+    run_algorithm(&runner, "cdlp", &params("cdlp")).unwrap_err();
+    let table = runner.explanation().expect("auto planned").to_string();
+    assert!(table.contains("the algorithm's own state needs 11.72 KiB and the budget is 8.00 KiB"), "{table}");
+    assert!(runner.finish("cdlp").memory_ledger.peak_bytes <= 8 << 10);
+}
+
 /// Pregel at W = 1: the rank's vertex records and message buffers; recoded, the arrays its
 /// messages fold into, and for PageRank, which then pulls, the offers and its in-lists. The
 /// plan's bytes are the run's when nothing goes through message files.
