@@ -662,7 +662,6 @@ impl Runner {
     }
 }
 
-/// The engine and form chosen for one program run.
 /// Bytes of the budget an algorithm holds beside the engine ([`Runner::hold_memory`]): engines
 /// plan within the rest until it is dropped.
 struct Reservation<'a> {
@@ -685,6 +684,7 @@ impl Drop for Reservation<'_> {
     }
 }
 
+/// The engine and form chosen for one program run.
 struct Choice {
     engine: EngineKind,
     form_index: usize,

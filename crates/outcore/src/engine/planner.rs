@@ -214,12 +214,12 @@ impl ProgramShape {
         ProgramShape { state_bytes: bytes, ..self }
     }
 
-    /// The shape of an [`EdgePass`](crate::program::EdgePass) keeping `state_bytes` per vertex:
-    /// one pass over csr-out.
-    pub fn edge_pass(state_bytes: u64) -> ProgramShape {
+    /// The shape of an [`EdgePass`](crate::program::EdgePass) whose state in the engine is
+    /// `value_bytes` per vertex (`EdgePass::state_bytes_per_vertex`): one pass over csr-out.
+    pub fn edge_pass(value_bytes: u64) -> ProgramShape {
         ProgramShape {
             form: ProgramForm::EdgePass,
-            value_bytes: state_bytes,
+            value_bytes,
             msg_bytes: 0,
             msg_slot_bytes: 0,
             combines: false,
