@@ -412,11 +412,8 @@ impl Runner {
             let form = offered[self.choose_form(&subset)?];
             let auto = self.requested == EngineKind::Auto;
             let state = shapes[form].state_bytes * self.store.num_vertices();
-            let outcome = match self.hold_memory(state, "the algorithm's own state") {
-                Ok(_state) => run(form),
-                Err(e) => Err(e),
-            };
-            match outcome {
+            // The state is held while the form runs and released when `run` returns.
+            match self.hold_memory(state, "the algorithm's own state").and_then(|_state| run(form)) {
                 Err(Error::MemoryBudget(_)) if auto && self.failed.lock().unwrap().len() > refused_before => {}
                 Err(Error::Unsupported(why)) if auto && offered.len() > 1 => {
                     self.progress
