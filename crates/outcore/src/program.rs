@@ -202,8 +202,11 @@ pub trait VertexProgram: Sync + Send {
 
     /// Whether, on top of [uniform messages](Self::sends_uniform_messages), every active vertex
     /// of one iteration sends the *same* message (level-synchronous BFS: all of a level's
-    /// vertices send depth + 1). A pulling engine may then fold that one message wherever an
-    /// arc's source is active, instead of loading each source's own from a random address.
+    /// vertices send depth + 1), and folding it into a target several times gives what folding
+    /// it once gives (BFS's min). A pulling engine may then fold that one message wherever an
+    /// arc's source is active, instead of loading each source's own from a random address; a
+    /// pushing engine may mark the targets reached and fold it once into each (the cache
+    /// engine's parts).
     fn sends_one_message_per_iteration(&self) -> bool {
         false
     }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use cache_support::{build, erdos_renyi, rmat, simple, Graph};
 use outcore::algo::{run_algorithm, AlgorithmParams};
-use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod, ASSUMED_STATE_BYTES_PER_VERTEX};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
@@ -108,8 +108,13 @@ fn stream_charges_its_plan_with_all_or_part_of_the_edges_resident() {
 #[test]
 fn cache_charges_its_plan_and_the_selection_while_it_runs() {
     let g = store_of(&erdos_renyi(2000, 12_000, 7, true, false));
-    let cache =
-        CacheOptions { page_size: 4096, selection: SelectionMethod::Gvs, gvs_rounds: 2, ..CacheOptions::default() };
+    let cache = CacheOptions {
+        page_size: 4096,
+        selection: SelectionMethod::Gvs,
+        gvs_rounds: 2,
+        state_bytes_per_vertex: Some(ASSUMED_STATE_BYTES_PER_VERTEX),
+        ..CacheOptions::default()
+    };
     let memory = budget_for_cache_bytes(&g.store, &cache, 96 << 10);
     let cache_options = RunOptions { cache, ..options(EngineKind::Cache, memory) };
     let first = run(&g.store, cache_options.clone(), "bfs");
@@ -119,6 +124,44 @@ fn cache_charges_its_plan_and_the_selection_while_it_runs() {
     assert_ledger_is_plan("cache bfs", &stats);
     let figures = stats.figures.cache.as_ref().unwrap();
     assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
+}
+
+/// With its default options the cache engine reserves the state the program keeps on the
+/// threads it runs on, and the caches get the rest: on two threads BFS's two scatter parts only
+/// mark targets (8 + 8 + 1 bytes and a flag per part: 19 per vertex), SSSP's keep a message each
+/// (17 + 2 × 9 = 35). A runner that goes on from BFS to SSSP builds its engine again with the
+/// larger state. Both equal inmem; the cache is small enough to evict.
+#[test]
+fn cache_sizes_the_vertex_state_from_the_program() {
+    let g = store_of(&rmat(12, 16, 5, true));
+    let n = g.store.num_vertices();
+    let fixed = CacheOptions { page_size: 4096, state_bytes_per_vertex: Some(64), ..CacheOptions::default() };
+    let cache_bytes = 48 << 10;
+    let memory = budget_for_cache_bytes(&g.store, &fixed, cache_bytes);
+    let cache = CacheOptions { state_bytes_per_vertex: None, ..fixed };
+    let inmem = cache_support::inmem_runner(&g.store);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| {
+        let options = RunOptions { cache, ..options(EngineKind::Cache, memory) };
+        // The first run selects the static cache (its working memory is no part of the plan).
+        run(&g.store, options.clone(), "bfs");
+        let runner = Runner::new(&g.store, options);
+        let bfs = cache_support::run(&runner, "bfs", &params("bfs"));
+        let stats = runner.finish("bfs");
+        assert_ledger_is_plan("cache bfs, state sized", &stats);
+        assert_eq!(stats.memory_ledger.part("vertex state"), 19 * n);
+        let figures = stats.figures.cache.as_ref().unwrap();
+        assert_eq!(figures.cache_memory_bytes, cache_bytes + (64 - 19) * n, "the caches get what BFS leaves");
+        assert_eq!(figures.scatter_parts, 2);
+        assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
+        cache_support::assert_same(&bfs, &cache_support::run(&inmem, "bfs", &params("bfs")), "bfs");
+
+        let sssp = cache_support::run(&runner, "sssp", &params("sssp"));
+        let stats = runner.finish("sssp");
+        assert_eq!(stats.memory_ledger.part("vertex state"), 35 * n, "built again for SSSP's state");
+        assert!(stats.memory_ledger.peak_bytes <= memory);
+        cache_support::assert_same(&sssp, &cache_support::run(&inmem, "sssp", &params("sssp")), "sssp");
+    });
 }
 
 /// Shards with values in memory over several shards (the plan reads the built layout's

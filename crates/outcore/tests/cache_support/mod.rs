@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use outcore::algo::{run_algorithm, AlgorithmParams, AlgorithmResult, ValueColumn};
-use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod, ASSUMED_STATE_BYTES_PER_VERTEX};
 use outcore::engine::{CacheRun, EngineKind, NwsmQuery, RunOptions, Runner};
 use outcore::runtime::MemoryBudget;
 use outcore::store::order::SplitMix64;
@@ -118,9 +118,17 @@ pub fn inmem_runner(store: &Store) -> Runner {
     )
 }
 
-/// A cache-engine runner whose caches get `cache_bytes` in total.
+/// A cache-engine runner whose caches get `cache_bytes` in total: the vertex state is the
+/// fixed reservation [`budget_for_cache_bytes`] counts, whatever the program and thread count.
 pub fn cache_runner(store: &Store, page_size: u64, selection: SelectionMethod, cache_bytes: u64) -> Runner {
-    let cache = CacheOptions { page_size, selection, io_threads: 3, gvs_rounds: 4, ..CacheOptions::default() };
+    let cache = CacheOptions {
+        page_size,
+        selection,
+        io_threads: 3,
+        gvs_rounds: 4,
+        state_bytes_per_vertex: Some(ASSUMED_STATE_BYTES_PER_VERTEX),
+        ..CacheOptions::default()
+    };
     let memory = budget_for_cache_bytes(store, &cache, cache_bytes);
     Runner::new(
         store,

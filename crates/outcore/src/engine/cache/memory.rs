@@ -9,6 +9,50 @@ use crate::error::{Error, Result};
 use crate::runtime::{format_size, MemoryPart};
 use crate::store::Store;
 
+/// The most scatter parts (per-thread message arrays, [`super::parts`]) a program's state is
+/// sized for: past four, each part's array per vertex costs more cache than its thread gains.
+pub(crate) const MAX_SCATTER_PARTS: usize = 4;
+/// The reservation per vertex [`budget_for_cache_bytes`] assumes when the options fix none: the
+/// engine's fixed reservation before it sized the state from the program.
+pub const ASSUMED_STATE_BYTES_PER_VERTEX: u64 = 64;
+
+/// Bytes per vertex a program keeps on the engine with `threads` threads: its value, the
+/// message accumulator and the flags (three bitmaps, counted as one byte), and, when the scatter
+/// runs in parts, one flag bitmap and (unless the parts only mark, [`super::parts`]) one
+/// message array per part (at most [`MAX_SCATTER_PARTS`]).
+pub(crate) fn program_state_bytes(value_bytes: u64, msg_bytes: u64, marks_only: bool, threads: usize) -> u64 {
+    let parts = threads.min(MAX_SCATTER_PARTS) as u64;
+    let base = value_bytes + msg_bytes + 1;
+    if parts >= 2 {
+        base + parts * super::parts::part_bytes(msg_bytes, marks_only)
+    } else {
+        base
+    }
+}
+
+/// What the engine reserves per vertex for a program: the options' fixed reservation, or the
+/// program's own state ([`program_state_bytes`]). A program that keeps more than a fixed
+/// reservation is refused, with the reason.
+pub(crate) fn reserved_state_bytes(
+    options: &CacheOptions,
+    value_bytes: u64,
+    msg_bytes: u64,
+    marks_only: bool,
+    threads: usize,
+) -> std::result::Result<u64, String> {
+    let Some(fixed) = options.state_bytes_per_vertex else {
+        return Ok(program_state_bytes(value_bytes, msg_bytes, marks_only, threads));
+    };
+    let needed = value_bytes + msg_bytes + 1;
+    if needed > fixed {
+        return Err(format!(
+            "this program keeps {needed} bytes per vertex but the cache engine reserves {fixed} \
+             (CacheOptions::state_bytes_per_vertex)"
+        ));
+    }
+    Ok(fixed)
+}
+
 /// The fewest page frames the engine runs with (two batches of at least 4 pages).
 pub(crate) const MIN_FRAMES: u64 = 8;
 /// Bookkeeping not sized per vertex or per page (batches, request lists, thread stacks' use).
@@ -53,11 +97,16 @@ pub(super) fn store_pages(store: &Store, page_size: u64) -> (Vec<String>, Vec<u6
 /// The `--memory` budget that leaves `cache_bytes` (static cache plus page-cache frames with
 /// their bookkeeping) to the caches of the engine on `store`: how benchmarks and tests give
 /// two configurations the same cache memory. At least the engine's minimum (8 page frames) is
-/// given.
+/// given. The vertex state counted is the options' fixed reservation, so the caches get exactly
+/// `cache_bytes`. When the options fix none it counts [`ASSUMED_STATE_BYTES_PER_VERTEX`] while
+/// the engine sizes the state from the program and the threads, so the caches get the
+/// difference too (more for BFS; less for a program that keeps more, such as SSSP's parent
+/// tracking on a weighted graph on two threads, 67 bytes).
 pub fn budget_for_cache_bytes(store: &Store, options: &CacheOptions, cache_bytes: u64) -> u64 {
     let (_, _, total_pages) = store_pages(store, options.page_size);
     let minimum_cache = MIN_FRAMES * MemoryPlan::frame_bytes(options);
-    MemoryPlan::fixed(store.num_vertices(), store.is_directed(), total_pages, options) + cache_bytes.max(minimum_cache)
+    let state = options.state_bytes_per_vertex.unwrap_or(ASSUMED_STATE_BYTES_PER_VERTEX);
+    MemoryPlan::fixed(store.num_vertices(), store.is_directed(), total_pages, state) + cache_bytes.max(minimum_cache)
 }
 
 /// How the budget is split (see the module doc): the one sum behind the plan's parts and the
@@ -76,18 +125,20 @@ pub(crate) struct MemoryPlan {
 
 impl MemoryPlan {
     /// Splits `budget` for `vertices` (offsets of two layouts when `directed`) paged in
-    /// `total_pages`, checking that something is left for caching.
+    /// `total_pages`, with `state_per_vertex` bytes of vertex state ([`reserved_state_bytes`]),
+    /// checking that something is left for caching.
     pub(crate) fn new(
         vertices: u64,
         directed: bool,
         total_pages: u64,
         budget: u64,
+        state_per_vertex: u64,
         options: &CacheOptions,
     ) -> Result<MemoryPlan> {
-        let reserved_state = vertices * options.state_bytes_per_vertex;
+        let reserved_state = vertices * state_per_vertex;
         let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
         let page_table = PageCache::page_table_bytes(total_pages);
-        let fixed = MemoryPlan::fixed(vertices, directed, total_pages, options);
+        let fixed = MemoryPlan::fixed(vertices, directed, total_pages, state_per_vertex);
         let frame_bytes = MemoryPlan::frame_bytes(options);
         let minimum = fixed + MIN_FRAMES * frame_bytes;
         if budget < minimum {
@@ -113,12 +164,9 @@ impl MemoryPlan {
 
     /// Memory taken before any cache: reserved vertex state, offsets, page table and fixed
     /// bookkeeping.
-    pub(super) fn fixed(vertices: u64, directed: bool, total_pages: u64, options: &CacheOptions) -> u64 {
+    pub(super) fn fixed(vertices: u64, directed: bool, total_pages: u64, state_per_vertex: u64) -> u64 {
         let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
-        vertices * options.state_bytes_per_vertex
-            + offsets
-            + PageCache::page_table_bytes(total_pages)
-            + FIXED_OVERHEAD_BYTES
+        vertices * state_per_vertex + offsets + PageCache::page_table_bytes(total_pages) + FIXED_OVERHEAD_BYTES
     }
 
     pub(super) fn frame_bytes(options: &CacheOptions) -> u64 {

@@ -30,15 +30,18 @@
 //! `csr-out` targets file, it reads the file once and keeps it, and the static cache then takes
 //! its lists from that copy, so a first run reads the adjacency once before its iterations.
 //!
-//! **Memory.** From `--memory` the engine first reserves `state_bytes_per_vertex` (64 by
-//! default) per vertex for program and algorithm state, then the offsets of the layouts (8
+//! **Memory.** From `--memory` the engine first reserves the program's state per vertex (its
+//! value and message, the flags, and a message array per scatter part: 19 bytes for BFS on two
+//! threads, whose parts only mark targets (parts.rs); `state_bytes_per_vertex` fixes it instead), then the offsets of the layouts (8
 //! bytes per vertex each) and the page table; what remains is the cache, split between static
 //! cache and page-cache frames ([`MemoryPlan`]: the planner's parts, and the engine's charges to
 //! the run's ledger, held while the engine lives; the selection's working memory, resident
 //! lists included, is charged while it runs and until the static cache is filled, before the
 //! vertex state and the caches exist). Caches live in the [`Runner`] and persist across the program
 //! runs of one algorithm (diameter sweeps, the phases of betweenness), as a graph engine's
-//! caches do.
+//! caches do; a later program that keeps more state than the engine reserved rebuilds it. Until
+//! stop 44 the reservation was a fixed 64 bytes per vertex: on RMAT-22 at 384 MiB that left
+//! BFS 60 MiB of cache for 249 MiB of lists, where its own 19 bytes leave 240 MiB.
 //!
 //! **Figures** (per iteration in [`CacheIteration`], cumulative in [`CacheRun`]):
 //! page-cache hits and misses (distinct pages per batch), static-cache hits (lists served),
@@ -57,8 +60,8 @@ pub mod static_cache;
 
 use std::time::Instant;
 
-pub use memory::budget_for_cache_bytes;
 use memory::store_pages;
+pub use memory::{budget_for_cache_bytes, ASSUMED_STATE_BYTES_PER_VERTEX};
 pub(crate) use memory::{page_numbering, paged_files, MemoryPlan};
 pub(crate) use saved_selection::{gvs_holds_lists, selection_names};
 
@@ -94,8 +97,13 @@ pub struct CacheOptions {
     pub io_threads: usize,
     /// Largest merged request in bytes.
     pub max_request_bytes: u64,
-    /// Bytes per vertex reserved for program values, messages and algorithm state.
-    pub state_bytes_per_vertex: u64,
+    /// Bytes per vertex reserved for program values, messages and the scatter's per-thread
+    /// copies. `None` (the default): what the program keeps (its value and message, flags, and a
+    /// message array per scatter part),
+    /// so the caches get the rest of the budget. `Some(bytes)`: a fixed reservation, as
+    /// benchmarks comparing configurations at equal cache memory want; a program that keeps
+    /// more is refused.
+    pub state_bytes_per_vertex: Option<u64>,
 }
 
 impl Default for CacheOptions {
@@ -108,7 +116,7 @@ impl Default for CacheOptions {
             seed: 0,
             io_threads: 4,
             max_request_bytes: 256 << 10,
-            state_bytes_per_vertex: 64,
+            state_bytes_per_vertex: None,
         }
     }
 }
@@ -147,15 +155,31 @@ pub struct CacheEngine {
     counters: EngineCounters,
     /// The set-up figures, completed with the counters for the run's stats.
     figures: CacheRun,
+    /// Bytes per vertex reserved for the programs' state ([`memory::reserved_state_bytes`]).
+    state_per_vertex: u64,
     /// The ledger charges of the engine's memory, held while it lives in the runner.
     _charges: Vec<Charge>,
 }
 
 /// Runs `program` on the cache engine of `runner` (created on first use).
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
+    let size = |bytes: usize| bytes as u64;
+    let state_per_vertex = memory::reserved_state_bytes(
+        &runner.options().cache,
+        size(std::mem::size_of::<P::Value>()),
+        size(std::mem::size_of::<P::Msg>()),
+        parts::marks_only(program),
+        rayon::current_num_threads(),
+    )
+    .map_err(Error::MemoryBudget)?;
     let mut slot = runner.cache_engine_slot().lock().unwrap_or_else(|e| e.into_inner());
+    if slot.as_ref().is_some_and(|engine| engine.state_per_vertex < state_per_vertex) {
+        // Sized for an earlier program of this algorithm that keeps less: release its memory
+        // and build the engine again, caches included, with the larger state.
+        *slot = None;
+    }
     if slot.is_none() {
-        *slot = Some(CacheEngine::new(runner)?);
+        *slot = Some(CacheEngine::new(runner, state_per_vertex)?);
     }
     let engine = slot.as_mut().unwrap();
     let result = engine.run(runner, program);
@@ -170,7 +194,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 }
 
 impl CacheEngine {
-    fn new(runner: &Runner) -> Result<CacheEngine> {
+    fn new(runner: &Runner, state_per_vertex: u64) -> Result<CacheEngine> {
         let options = runner.options().cache.clone();
         let store = runner.store();
         let page_size = options.page_size;
@@ -190,7 +214,7 @@ impl CacheEngine {
         let directed = store.is_directed();
 
         let (rels, sizes, total_pages) = store_pages(store, page_size);
-        let plan = MemoryPlan::new(n, directed, total_pages, runner.memory().bytes(), &options)?;
+        let plan = MemoryPlan::new(n, directed, total_pages, runner.memory().bytes(), state_per_vertex, &options)?;
         let mut charges = runner.ledger().charge_parts(&plan.fixed_parts())?;
         let mut figures = CacheRun {
             cache_page_size: page_size,
@@ -273,19 +297,12 @@ impl CacheEngine {
             static_cache,
             counters: EngineCounters::default(),
             figures,
+            state_per_vertex,
             _charges: charges,
         })
     }
 
     fn run<P: VertexProgram>(&mut self, runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
-        let per_vertex = (std::mem::size_of::<P::Value>() + std::mem::size_of::<P::Msg>()) as u64 + 1;
-        if per_vertex > self.options.state_bytes_per_vertex {
-            return Err(Error::MemoryBudget(format!(
-                "this program keeps {per_vertex} bytes per vertex but the cache engine reserves {} \
-                 (CacheOptions::state_bytes_per_vertex)",
-                self.options.state_bytes_per_vertex
-            )));
-        }
         let info = runner.graph_info();
         let n = self.vertices;
         let directions: &[Direction] = match (program.direction(), info.directed) {
@@ -294,9 +311,10 @@ impl CacheEngine {
             (EdgeDirection::Both, true) => &[Direction::Out, Direction::In],
         };
         let with_weights = program.uses_weights() && info.weighted;
-        let parts = parts::parts_within::<P>(self.options.state_bytes_per_vertex, rayon::current_num_threads());
+        let marks_only = parts::marks_only(program);
+        let parts = parts::parts_within::<P>(self.state_per_vertex, rayon::current_num_threads(), marks_only);
         self.figures.scatter_parts = parts as u64;
-        let mut parts = (parts > 1).then(|| Parts::new(parts, n, program.identity()));
+        let mut parts = (parts > 1).then(|| Parts::new(parts, n, program.identity(), marks_only));
 
         let mut values: Vec<P::Value> = (0..n).map(|v| program.init(v, &info)).collect();
         let mut acc: Vec<P::Msg> = vec![program.identity(); n as usize];

@@ -35,15 +35,17 @@ pub const SHORT_LIST_PAGES: f64 = 0.7;
 /// RMAT-22's 65 M arcs on 2 cores, at 2.97 ns a visit).
 pub const SELECTION_RATE: f64 = 3.2;
 
-/// The engine reserves a fixed state per vertex; a program that keeps more never runs on it.
-fn state_refusal(shape: &ProgramShape, options: &CacheOptions) -> Option<String> {
-    let per_vertex = shape.value_bytes + shape.msg_bytes + 1;
-    (per_vertex > options.state_bytes_per_vertex).then(|| {
-        format!(
-            "does not run programs that keep {per_vertex} bytes per vertex (it reserves {})",
-            options.state_bytes_per_vertex
-        )
-    })
+/// The state the engine reserves per vertex for this program on this machine's threads, or
+/// why it refuses the program (more than the options' fixed reservation).
+fn reserved_state(shape: &ProgramShape, options: &CacheOptions) -> Result<u64, String> {
+    let marks_only = shape.sends_uniform_messages && shape.sends_one_message;
+    super::memory::reserved_state_bytes(
+        options,
+        shape.value_bytes,
+        shape.msg_bytes,
+        marks_only,
+        rayon::current_num_threads(),
+    )
 }
 
 impl Engine for CacheEngine {
@@ -54,7 +56,9 @@ impl Engine for CacheEngine {
     fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
         match shape.form {
             ProgramForm::EdgePass => None,
-            form => form.refused_by(ProgramForm::Vertex).or_else(|| state_refusal(shape, &CacheOptions::default())),
+            form => {
+                form.refused_by(ProgramForm::Vertex).or_else(|| reserved_state(shape, &CacheOptions::default()).err())
+            }
         }
     }
 
@@ -66,13 +70,15 @@ impl Engine for CacheEngine {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         let options: &CacheOptions = &ctx.options.cache;
-        if let Some(why) = state_refusal(shape, options) {
-            return Plan::refused(self.kind(), &work, why);
-        }
+        let state_per_vertex = match reserved_state(shape, options) {
+            Ok(bytes) => bytes,
+            Err(why) => return Plan::refused(self.kind(), &work, why),
+        };
         let rels = super::paged_files(graph.directed, graph.weighted);
         let file_bytes = |rel: &str| graph.file_bytes.get(rel).copied().unwrap_or(0);
         let (_, pages) = super::page_numbering(file_bytes, &rels, options.page_size);
-        let memory = match MemoryPlan::new(graph.vertices, graph.directed, pages, ctx.budget, options) {
+        let memory = match MemoryPlan::new(graph.vertices, graph.directed, pages, ctx.budget, state_per_vertex, options)
+        {
             Ok(memory) => memory,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
