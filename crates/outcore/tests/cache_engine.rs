@@ -254,6 +254,52 @@ fn too_small_a_budget_is_a_clear_error() {
     assert!(matches!(err, outcore::Error::MemoryBudget(_)), "{err}");
 }
 
+/// Belief propagation keeps more than 64 bytes per vertex (on two threads 48 of beliefs, a
+/// message of two states and one per scatter part: 99), which the engine's former fixed
+/// reservation refused. With the default options the engine reserves what it keeps and runs
+/// it, through a page cache small enough to evict, within bp's tolerance of inmem (messages
+/// fold in another order); a fixed reservation of 64 bytes still refuses it with a budget
+/// error that names the option.
+#[test]
+fn programs_keeping_more_than_64_bytes_run_on_their_own_state() {
+    use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions};
+    use outcore::engine::{EngineKind, RunOptions, Runner};
+    use outcore::runtime::MemoryBudget;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = build(&tmp.path().join("s"), &rmat(10, 8, 3, true));
+    let n = store.num_vertices();
+    let p = AlgorithmParams { sources: vec![original(0), original(1)], iterations: Some(10), ..params() };
+    let fixed = CacheOptions {
+        page_size: 512,
+        selection: SelectionMethod::None,
+        state_bytes_per_vertex: Some(64),
+        ..CacheOptions::default()
+    };
+    // 8 KiB of caches beside 99 bytes per vertex.
+    let memory = budget_for_cache_bytes(&store, &fixed, 8 << 10) + (99 - 64) * n;
+    let runner = |cache| {
+        let options =
+            RunOptions { engine: EngineKind::Cache, memory: MemoryBudget::new(memory), cache, ..RunOptions::default() };
+        Runner::new(&store, options)
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| {
+        let sized = runner(CacheOptions { state_bytes_per_vertex: None, ..fixed.clone() });
+        let got = run(&sized, "bp", &p);
+        let stats = sized.finish("bp");
+        assert_eq!(stats.memory_ledger.part("vertex state"), 99 * n, "{:?}", stats.memory_ledger);
+        assert!(stats.figures.cache.as_ref().unwrap().page_cache_evictions > 0, "pages are evicted");
+        let want = run(&inmem_runner(&store), "bp", &p);
+        for ((name, a), (_, b)) in got.columns.iter().zip(&want.columns) {
+            let (ValueColumn::Float(a), ValueColumn::Float(b)) = (a, b) else { panic!("{name}: beliefs are floats") };
+            let l1: f64 = a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum();
+            assert!(l1 <= 1e-5, "{name}: L1 distance {l1} from inmem");
+        }
+        let err = outcore::algo::run_algorithm(&runner(fixed), "bp", &p).unwrap_err();
+        assert!(matches!(&err, outcore::Error::MemoryBudget(why) if why.contains("state_bytes_per_vertex")), "{err}");
+    });
+}
+
 #[test]
 fn msbfs_equals_the_sum_of_single_bfs_runs() {
     let tmp = tempfile::tempdir().unwrap();
