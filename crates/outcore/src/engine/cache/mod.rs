@@ -32,8 +32,9 @@
 //!
 //! **Memory.** From `--memory` the engine first reserves the program's state per vertex (its
 //! value and message, the flags, and a message array per scatter part: 19 bytes for BFS on two
-//! threads, whose parts only mark targets (parts.rs); `state_bytes_per_vertex` fixes it instead), then the offsets of the layouts (8
-//! bytes per vertex each) and the page table; what remains is the cache, split between static
+//! threads, whose parts only mark targets, parts.rs; `state_bytes_per_vertex` fixes it
+//! instead), then the offsets of the layouts (8 bytes per vertex each) and the page table;
+//! what remains is the cache, split between static
 //! cache and page-cache frames ([`MemoryPlan`]: the planner's parts, and the engine's charges to
 //! the run's ledger, held while the engine lives; the selection's working memory, resident
 //! lists included, is charged while it runs and until the static cache is filled, before the
@@ -98,11 +99,10 @@ pub struct CacheOptions {
     /// Largest merged request in bytes.
     pub max_request_bytes: u64,
     /// Bytes per vertex reserved for program values, messages and the scatter's per-thread
-    /// copies. `None` (the default): what the program keeps (its value and message, flags, and a
-    /// message array per scatter part),
-    /// so the caches get the rest of the budget. `Some(bytes)`: a fixed reservation, as
-    /// benchmarks comparing configurations at equal cache memory want; a program that keeps
-    /// more is refused.
+    /// copies. `None` (the default): what the program keeps (its value and message, flags, and
+    /// a message array per scatter part), so the caches get the rest of the budget.
+    /// `Some(bytes)`: a fixed reservation, as benchmarks comparing configurations at equal cache
+    /// memory want; a program that keeps more is refused.
     pub state_bytes_per_vertex: Option<u64>,
 }
 
