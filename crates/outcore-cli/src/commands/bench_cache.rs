@@ -26,7 +26,7 @@ use std::process::Command;
 use anyhow::{bail, Context};
 use clap::Args;
 use outcore::algo::{run_algorithm, AlgorithmParams};
-use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod};
+use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod, ASSUMED_STATE_BYTES_PER_VERTEX};
 use outcore::engine::{EngineKind, IterationFigures, RunOptions, Runner};
 use outcore::runtime::{format_size, MemoryBudget, NoProgress};
 use outcore::store::order::{read_all_offsets, reorder_into, SplitMix64, VertexOrder};
@@ -102,8 +102,19 @@ pub struct BenchCacheRunArgs {
     params: String,
 }
 
+/// The options of one configuration. The vertex state is the fixed reservation
+/// `budget_for_cache_bytes` counts, so that every configuration's caches get exactly
+/// `--cache-fraction` of the adjacency, whatever the program keeps (the paper compares at equal
+/// cache memory).
 fn cache_options(page_size: u64, selection: SelectionMethod, share: f64, rounds: usize) -> CacheOptions {
-    CacheOptions { page_size, selection, static_cache_share: share, gvs_rounds: rounds, ..CacheOptions::default() }
+    CacheOptions {
+        page_size,
+        selection,
+        static_cache_share: share,
+        gvs_rounds: rounds,
+        state_bytes_per_vertex: Some(ASSUMED_STATE_BYTES_PER_VERTEX),
+        ..CacheOptions::default()
+    }
 }
 
 /// The child: one algorithm on one store and configuration; prints its figures as JSON.
