@@ -22,7 +22,7 @@ pub const ASSUMED_STATE_BYTES_PER_VERTEX: u64 = 64;
 /// message array per part (at most [`MAX_SCATTER_PARTS`]).
 pub(crate) fn program_state_bytes(value_bytes: u64, msg_bytes: u64, marks_only: bool, threads: usize) -> u64 {
     let parts = threads.min(MAX_SCATTER_PARTS) as u64;
-    let base = value_bytes + msg_bytes + 1;
+    let base = super::parts::own_bytes(value_bytes, msg_bytes);
     if parts >= 2 {
         base + parts * super::parts::part_bytes(msg_bytes, marks_only)
     } else {
@@ -43,7 +43,7 @@ pub(crate) fn reserved_state_bytes(
     let Some(fixed) = options.state_bytes_per_vertex else {
         return Ok(program_state_bytes(value_bytes, msg_bytes, marks_only, threads));
     };
-    let needed = value_bytes + msg_bytes + 1;
+    let needed = super::parts::own_bytes(value_bytes, msg_bytes);
     if needed > fixed {
         return Err(format!(
             "this program keeps {needed} bytes per vertex but the cache engine reserves {fixed} \

@@ -34,6 +34,12 @@ pub(super) fn marks_only<P: VertexProgram>(program: &P) -> bool {
     program.sends_uniform_messages() && program.sends_one_message_per_iteration()
 }
 
+/// Bytes per vertex every program keeps on the engine: its value, the accumulator's message
+/// and the iteration's flags (bitmaps, counted as one byte).
+pub(super) fn own_bytes(value_bytes: u64, msg_bytes: u64) -> u64 {
+    value_bytes + msg_bytes + 1
+}
+
 /// Bytes per vertex of one part: its flag (a bit, counted as a byte) and, unless it only marks,
 /// its message.
 pub(super) fn part_bytes(msg_bytes: u64, marks_only: bool) -> u64 {
@@ -48,7 +54,7 @@ pub(super) fn part_bytes(msg_bytes: u64, marks_only: bool) -> u64 {
 /// the iteration's flag (at most `threads`; 1 — no parts — when fewer than two fit).
 pub(super) fn parts_within<P: VertexProgram>(reserved: u64, threads: usize, marks_only: bool) -> usize {
     let msg = std::mem::size_of::<P::Msg>() as u64;
-    let base = std::mem::size_of::<P::Value>() as u64 + msg + 1;
+    let base = own_bytes(std::mem::size_of::<P::Value>() as u64, msg);
     let fit = (reserved.saturating_sub(base) / part_bytes(msg, marks_only)) as usize;
     if fit >= 2 && threads >= 2 {
         fit.min(threads)

@@ -56,9 +56,9 @@ impl Engine for CacheEngine {
     fn refuses(&self, shape: &ProgramShape, _: &PlanGraph) -> Option<String> {
         match shape.form {
             ProgramForm::EdgePass => None,
-            form => {
-                form.refused_by(ProgramForm::Vertex).or_else(|| reserved_state(shape, &CacheOptions::default()).err())
-            }
+            // With the default options the state is sized from the program: no program is
+            // refused for it here; a fixed reservation refuses in `plan`.
+            form => form.refused_by(ProgramForm::Vertex),
         }
     }
 
