@@ -129,8 +129,10 @@ fn cache_charges_its_plan_and_the_selection_while_it_runs() {
 /// With its default options the cache engine reserves the state the program keeps on the
 /// threads it runs on, and the caches get the rest: on two threads BFS's two scatter parts only
 /// mark targets (8 + 8 + 1 bytes and a flag per part: 19 per vertex), SSSP's keep a message each
-/// (17 + 2 × 9 = 35). A runner that goes on from BFS to SSSP builds its engine again with the
-/// larger state. Both equal inmem; the cache is small enough to evict.
+/// (17 + 2 × 9 = 35); both read out-edges only and leave csr-in's offsets to the caches. A
+/// runner that goes on from BFS to SSSP builds its engine again with the larger state, and to
+/// WCC's label propagation, which reads in-edges, again with csr-in's offsets. All equal inmem;
+/// the cache is small enough to evict.
 #[test]
 fn cache_sizes_the_vertex_state_from_the_program() {
     let g = store_of(&rmat(12, 16, 5, true));
@@ -151,7 +153,13 @@ fn cache_sizes_the_vertex_state_from_the_program() {
         assert_ledger_is_plan("cache bfs, state sized", &stats);
         assert_eq!(stats.memory_ledger.part("vertex state"), 19 * n);
         let figures = stats.figures.cache.as_ref().unwrap();
-        assert_eq!(figures.cache_memory_bytes, cache_bytes + (64 - 19) * n, "the caches get what BFS leaves");
+        let one_layout = (n + 1) * 8;
+        assert_eq!(stats.memory_ledger.part("offsets"), one_layout, "csr-out's offsets only");
+        assert_eq!(
+            figures.cache_memory_bytes,
+            cache_bytes + (64 - 19) * n + one_layout,
+            "the caches get what BFS leaves"
+        );
         assert_eq!(figures.scatter_parts, 2);
         assert!(figures.page_cache_evictions > 0, "the cache is small enough to evict");
         cache_support::assert_same(&bfs, &cache_support::run(&inmem, "bfs", &params("bfs")), "bfs");
@@ -161,6 +169,12 @@ fn cache_sizes_the_vertex_state_from_the_program() {
         assert_eq!(stats.memory_ledger.part("vertex state"), 35 * n, "built again for SSSP's state");
         assert!(stats.memory_ledger.peak_bytes <= memory);
         cache_support::assert_same(&sssp, &cache_support::run(&inmem, "sssp", &params("sssp")), "sssp");
+
+        let wcc = cache_support::run(&runner, "wcc", &params("wcc"));
+        let stats = runner.finish("wcc");
+        assert_eq!(stats.memory_ledger.part("offsets"), 2 * one_layout, "built again with csr-in's offsets");
+        assert!(stats.memory_ledger.peak_bytes <= memory);
+        cache_support::assert_same(&wcc, &cache_support::run(&inmem, "wcc", &params("wcc")), "wcc");
     });
 }
 

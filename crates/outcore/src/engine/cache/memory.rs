@@ -30,27 +30,65 @@ pub(crate) fn program_state_bytes(value_bytes: u64, msg_bytes: u64, marks_only: 
     }
 }
 
-/// What the engine reserves per vertex for a program: the options' fixed reservation, or the
-/// program's own state ([`program_state_bytes`]). A program that keeps more than a fixed
-/// reservation is refused, with the reason.
-pub(crate) fn reserved_state_bytes(
-    options: &CacheOptions,
-    value_bytes: u64,
-    msg_bytes: u64,
-    marks_only: bool,
-    threads: usize,
-) -> std::result::Result<u64, String> {
-    let Some(fixed) = options.state_bytes_per_vertex else {
-        return Ok(program_state_bytes(value_bytes, msg_bytes, marks_only, threads));
-    };
-    let needed = super::parts::own_bytes(value_bytes, msg_bytes);
-    if needed > fixed {
-        return Err(format!(
-            "this program keeps {needed} bytes per vertex but the cache engine reserves {fixed} \
-             (CacheOptions::state_bytes_per_vertex)"
-        ));
+/// What the engine reserves before its caches for one program: its state per vertex and the
+/// offsets of the layouts it reads. A fixed reservation (`state_bytes_per_vertex: Some`) holds
+/// every layout's offsets whatever the program, so that configurations compared at equal memory
+/// get the same caches; sized from the program, csr-in's offsets are held only for programs
+/// that read in-edges (33.5 MB on RMAT-22 that out-edge programs such as BFS and SSSP leave to
+/// the caches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reservation {
+    /// Bytes per vertex of the programs' state.
+    pub(crate) state_per_vertex: u64,
+    /// Whether csr-in's offsets are held (only ever on directed stores).
+    pub(crate) in_offsets: bool,
+}
+
+impl Reservation {
+    /// The reservation for a program keeping `value_bytes` and `msg_bytes` per vertex on
+    /// `threads` threads (see [`program_state_bytes`]), reading in-edges when `reads_in`, on a
+    /// store that is `directed` or not. A program that keeps more than a fixed reservation is
+    /// refused, with the reason.
+    pub(crate) fn for_program(
+        options: &CacheOptions,
+        directed: bool,
+        shape: StateShape,
+        threads: usize,
+    ) -> std::result::Result<Reservation, String> {
+        let StateShape { value_bytes, msg_bytes, marks_only, reads_in } = shape;
+        let Some(fixed) = options.state_bytes_per_vertex else {
+            let state_per_vertex = program_state_bytes(value_bytes, msg_bytes, marks_only, threads);
+            return Ok(Reservation { state_per_vertex, in_offsets: directed && reads_in });
+        };
+        let needed = super::parts::own_bytes(value_bytes, msg_bytes);
+        if needed > fixed {
+            return Err(format!(
+                "this program keeps {needed} bytes per vertex but the cache engine reserves {fixed} \
+                 (CacheOptions::state_bytes_per_vertex)"
+            ));
+        }
+        Ok(Reservation { state_per_vertex: fixed, in_offsets: directed })
     }
-    Ok(fixed)
+
+    /// Whether an engine built with this reservation can run a program that needs `other`.
+    pub(crate) fn covers(&self, other: &Reservation) -> bool {
+        self.state_per_vertex >= other.state_per_vertex && (self.in_offsets || !other.in_offsets)
+    }
+
+    /// Bytes of the offsets held for `vertices` vertices.
+    fn offsets_bytes(&self, vertices: u64) -> u64 {
+        (vertices + 1) * 8 * if self.in_offsets { 2 } else { 1 }
+    }
+}
+
+/// What a program's reservation depends on: the sizes of its value and message, whether its
+/// scatter parts only mark targets ([`super::parts::marks_only`]), and whether it reads in-edges.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StateShape {
+    pub(crate) value_bytes: u64,
+    pub(crate) msg_bytes: u64,
+    pub(crate) marks_only: bool,
+    pub(crate) reads_in: bool,
 }
 
 /// The fewest page frames the engine runs with (two batches of at least 4 pages).
@@ -98,15 +136,17 @@ pub(super) fn store_pages(store: &Store, page_size: u64) -> (Vec<String>, Vec<u6
 /// their bookkeeping) to the caches of the engine on `store`: how benchmarks and tests give
 /// two configurations the same cache memory. At least the engine's minimum (8 page frames) is
 /// given. The vertex state counted is the options' fixed reservation, so the caches get exactly
-/// `cache_bytes`. When the options fix none it counts [`ASSUMED_STATE_BYTES_PER_VERTEX`] while
-/// the engine sizes the state from the program and the threads, so the caches get the
-/// difference too (more for BFS; less for a program that keeps more, such as SSSP's parent
-/// tracking on a weighted graph on two threads, 67 bytes).
+/// `cache_bytes`. When the options fix none it counts [`ASSUMED_STATE_BYTES_PER_VERTEX`] and
+/// every layout's offsets while the engine sizes both from the program and the threads, so the
+/// caches get the difference too (more for BFS, which keeps 19 bytes and reads no in-edges;
+/// less for a program that keeps more, such as SSSP's parent tracking on a weighted graph on
+/// two threads, 67 bytes).
 pub fn budget_for_cache_bytes(store: &Store, options: &CacheOptions, cache_bytes: u64) -> u64 {
     let (_, _, total_pages) = store_pages(store, options.page_size);
     let minimum_cache = MIN_FRAMES * MemoryPlan::frame_bytes(options);
-    let state = options.state_bytes_per_vertex.unwrap_or(ASSUMED_STATE_BYTES_PER_VERTEX);
-    MemoryPlan::fixed(store.num_vertices(), store.is_directed(), total_pages, state) + cache_bytes.max(minimum_cache)
+    let state_per_vertex = options.state_bytes_per_vertex.unwrap_or(ASSUMED_STATE_BYTES_PER_VERTEX);
+    let reservation = Reservation { state_per_vertex, in_offsets: store.is_directed() };
+    MemoryPlan::fixed(store.num_vertices(), total_pages, &reservation) + cache_bytes.max(minimum_cache)
 }
 
 /// How the budget is split (see the module doc): the one sum behind the plan's parts and the
@@ -124,21 +164,19 @@ pub(crate) struct MemoryPlan {
 }
 
 impl MemoryPlan {
-    /// Splits `budget` for `vertices` (offsets of two layouts when `directed`) paged in
-    /// `total_pages`, with `state_per_vertex` bytes of vertex state ([`reserved_state_bytes`]),
-    /// checking that something is left for caching.
+    /// Splits `budget` for `vertices` paged in `total_pages`, with the vertex state and offsets
+    /// of `reservation`, checking that something is left for caching.
     pub(crate) fn new(
         vertices: u64,
-        directed: bool,
         total_pages: u64,
         budget: u64,
-        state_per_vertex: u64,
+        reservation: &Reservation,
         options: &CacheOptions,
     ) -> Result<MemoryPlan> {
-        let reserved_state = vertices * state_per_vertex;
-        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
+        let reserved_state = vertices * reservation.state_per_vertex;
+        let offsets = reservation.offsets_bytes(vertices);
         let page_table = PageCache::page_table_bytes(total_pages);
-        let fixed = MemoryPlan::fixed(vertices, directed, total_pages, state_per_vertex);
+        let fixed = MemoryPlan::fixed(vertices, total_pages, reservation);
         let frame_bytes = MemoryPlan::frame_bytes(options);
         let minimum = fixed + MIN_FRAMES * frame_bytes;
         if budget < minimum {
@@ -164,9 +202,11 @@ impl MemoryPlan {
 
     /// Memory taken before any cache: reserved vertex state, offsets, page table and fixed
     /// bookkeeping.
-    pub(super) fn fixed(vertices: u64, directed: bool, total_pages: u64, state_per_vertex: u64) -> u64 {
-        let offsets = (vertices + 1) * 8 * if directed { 2 } else { 1 };
-        vertices * state_per_vertex + offsets + PageCache::page_table_bytes(total_pages) + FIXED_OVERHEAD_BYTES
+    pub(super) fn fixed(vertices: u64, total_pages: u64, reservation: &Reservation) -> u64 {
+        vertices * reservation.state_per_vertex
+            + reservation.offsets_bytes(vertices)
+            + PageCache::page_table_bytes(total_pages)
+            + FIXED_OVERHEAD_BYTES
     }
 
     pub(super) fn frame_bytes(options: &CacheOptions) -> u64 {

@@ -33,14 +33,16 @@
 //! **Memory.** From `--memory` the engine first reserves the program's state per vertex (its
 //! value and message, the flags, and a message array per scatter part: 19 bytes for BFS on two
 //! threads, whose parts only mark targets, parts.rs; `state_bytes_per_vertex` fixes it
-//! instead), then the offsets of the layouts (8 bytes per vertex each) and the page table;
-//! what remains is the cache, split between static
+//! instead), then the offsets of the layouts the program reads (8 bytes per vertex each:
+//! csr-out's always, csr-in's on a directed store only for programs that read in-edges, or
+//! under a fixed reservation) and the page table; what remains is the cache, split between static
 //! cache and page-cache frames ([`MemoryPlan`]: the planner's parts, and the engine's charges to
 //! the run's ledger, held while the engine lives; the selection's working memory, resident
 //! lists included, is charged while it runs and until the static cache is filled, before the
 //! vertex state and the caches exist). Caches live in the [`Runner`] and persist across the program
 //! runs of one algorithm (diameter sweeps, the phases of betweenness), as a graph engine's
-//! caches do; a later program that keeps more state than the engine reserved rebuilds it. Until
+//! caches do; a later program that keeps more state than the engine reserved, or reads the
+//! in-edges it holds no offsets for, rebuilds it ([`memory::Reservation`]). Until
 //! stop 44 the reservation was a fixed 64 bytes per vertex: on RMAT-22 at 384 MiB that left
 //! BFS 60 MiB of cache for 249 MiB of lists, where its own 19 bytes leave 240 MiB.
 //!
@@ -61,9 +63,9 @@ pub mod static_cache;
 
 use std::time::Instant;
 
-use memory::store_pages;
 pub use memory::{budget_for_cache_bytes, ASSUMED_STATE_BYTES_PER_VERTEX};
 pub(crate) use memory::{page_numbering, paged_files, MemoryPlan};
+use memory::{store_pages, Reservation, StateShape};
 pub(crate) use saved_selection::{gvs_holds_lists, selection_names};
 
 use self::frontier::{Bitmap, Frontier};
@@ -100,9 +102,11 @@ pub struct CacheOptions {
     pub max_request_bytes: u64,
     /// Bytes per vertex reserved for program values, messages and the scatter's per-thread
     /// copies. `None` (the default): what the program keeps (its value and message, flags, and
-    /// a message array per scatter part), so the caches get the rest of the budget.
-    /// `Some(bytes)`: a fixed reservation, as benchmarks comparing configurations at equal cache
-    /// memory want; a program that keeps more is refused.
+    /// a message array per scatter part) and the offsets of the layouts it reads, so the caches
+    /// get the rest of the budget.
+    /// `Some(bytes)`: a fixed reservation, with every layout's offsets whatever the program
+    /// reads, as benchmarks comparing configurations at equal cache memory want; a program that
+    /// keeps more is refused.
     pub state_bytes_per_vertex: Option<u64>,
 }
 
@@ -155,8 +159,8 @@ pub struct CacheEngine {
     counters: EngineCounters,
     /// The set-up figures, completed with the counters for the run's stats.
     figures: CacheRun,
-    /// Bytes per vertex reserved for the programs' state ([`memory::reserved_state_bytes`]).
-    state_per_vertex: u64,
+    /// The programs' state and the offsets held ([`memory::Reservation`]).
+    reservation: Reservation,
     /// The ledger charges of the engine's memory, held while it lives in the runner.
     _charges: Vec<Charge>,
 }
@@ -164,22 +168,27 @@ pub struct CacheEngine {
 /// Runs `program` on the cache engine of `runner` (created on first use).
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
     let size = |bytes: usize| bytes as u64;
-    let state_per_vertex = memory::reserved_state_bytes(
+    let state = StateShape {
+        value_bytes: size(std::mem::size_of::<P::Value>()),
+        msg_bytes: size(std::mem::size_of::<P::Msg>()),
+        marks_only: parts::marks_only(program),
+        reads_in: program.direction() != EdgeDirection::Out,
+    };
+    let reservation = Reservation::for_program(
         &runner.options().cache,
-        size(std::mem::size_of::<P::Value>()),
-        size(std::mem::size_of::<P::Msg>()),
-        parts::marks_only(program),
+        runner.store().is_directed(),
+        state,
         rayon::current_num_threads(),
     )
     .map_err(Error::MemoryBudget)?;
     let mut slot = runner.cache_engine_slot().lock().unwrap_or_else(|e| e.into_inner());
-    if slot.as_ref().is_some_and(|engine| engine.state_per_vertex < state_per_vertex) {
-        // Sized for an earlier program of this algorithm that keeps less: release its memory
-        // and build the engine again, caches included, with the larger state.
+    if slot.as_ref().is_some_and(|engine| !engine.reservation.covers(&reservation)) {
+        // Sized for an earlier program of this algorithm that keeps less state or reads no
+        // in-edges: release its memory and build the engine again, caches included.
         *slot = None;
     }
     if slot.is_none() {
-        *slot = Some(CacheEngine::new(runner, state_per_vertex)?);
+        *slot = Some(CacheEngine::new(runner, reservation)?);
     }
     let engine = slot.as_mut().unwrap();
     let result = engine.run(runner, program);
@@ -194,7 +203,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
 }
 
 impl CacheEngine {
-    fn new(runner: &Runner, state_per_vertex: u64) -> Result<CacheEngine> {
+    fn new(runner: &Runner, reservation: Reservation) -> Result<CacheEngine> {
         let options = runner.options().cache.clone();
         let store = runner.store();
         let page_size = options.page_size;
@@ -211,10 +220,9 @@ impl CacheEngine {
         }
         let n = store.num_vertices();
         let weighted = store.is_weighted();
-        let directed = store.is_directed();
 
         let (rels, sizes, total_pages) = store_pages(store, page_size);
-        let plan = MemoryPlan::new(n, directed, total_pages, runner.memory().bytes(), state_per_vertex, &options)?;
+        let plan = MemoryPlan::new(n, total_pages, runner.memory().bytes(), &reservation, &options)?;
         let mut charges = runner.ledger().charge_parts(&plan.fixed_parts())?;
         let mut figures = CacheRun {
             cache_page_size: page_size,
@@ -273,7 +281,7 @@ impl CacheEngine {
             weights: weighted.then_some(1),
             static_cached: static_cache.is_some(),
         };
-        let inn = if directed {
+        let inn = if reservation.in_offsets {
             let offsets = read_all_offsets(&store.csr(Direction::In)?)?;
             let base = if weighted { 2 } else { 1 };
             Some(Adjacency {
@@ -297,7 +305,7 @@ impl CacheEngine {
             static_cache,
             counters: EngineCounters::default(),
             figures,
-            state_per_vertex,
+            reservation,
             _charges: charges,
         })
     }
@@ -312,7 +320,8 @@ impl CacheEngine {
         };
         let with_weights = program.uses_weights() && info.weighted;
         let marks_only = parts::marks_only(program);
-        let parts = parts::parts_within::<P>(self.state_per_vertex, rayon::current_num_threads(), marks_only);
+        let parts =
+            parts::parts_within::<P>(self.reservation.state_per_vertex, rayon::current_num_threads(), marks_only);
         self.figures.scatter_parts = parts as u64;
         let mut parts = (parts > 1).then(|| Parts::new(parts, n, program.identity(), marks_only));
 
@@ -349,6 +358,8 @@ impl CacheEngine {
             for &direction in directions {
                 let adjacency = match direction {
                     Direction::Out => &self.out,
+                    // Held whenever a directed store's program reads in-edges (the
+                    // reservation); csr-out serves both directions of an undirected store.
                     Direction::In => self.inn.as_ref().unwrap_or(&self.out),
                 };
                 let static_cache = if adjacency.static_cached { self.static_cache.as_ref() } else { None };

@@ -17,6 +17,7 @@
 //!
 //! So a BFS read 1.78× the targets, and ten PageRank iterations 7.4× (stream: 1.15×).
 
+use super::memory::{Reservation, StateShape};
 use super::{gvs_holds_lists, selection_names, CacheOptions, MemoryPlan, SelectionMethod};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
@@ -35,17 +36,16 @@ pub const SHORT_LIST_PAGES: f64 = 0.7;
 /// RMAT-22's 65 M arcs on 2 cores, at 2.97 ns a visit).
 pub const SELECTION_RATE: f64 = 3.2;
 
-/// The state the engine reserves per vertex for this program on this machine's threads, or
-/// why it refuses the program (more than the options' fixed reservation).
-fn reserved_state(shape: &ProgramShape, options: &CacheOptions) -> Result<u64, String> {
-    let marks_only = shape.sends_uniform_messages && shape.sends_one_message;
-    super::memory::reserved_state_bytes(
-        options,
-        shape.value_bytes,
-        shape.msg_bytes,
-        marks_only,
-        rayon::current_num_threads(),
-    )
+/// What the engine reserves for this program on this machine's threads, or why it refuses the
+/// program (more state than the options' fixed reservation).
+fn reservation(shape: &ProgramShape, graph: &PlanGraph, options: &CacheOptions) -> Result<Reservation, String> {
+    let state = StateShape {
+        value_bytes: shape.value_bytes,
+        msg_bytes: shape.msg_bytes,
+        marks_only: shape.sends_uniform_messages && shape.sends_one_message,
+        reads_in: shape.direction != EdgeDirection::Out,
+    };
+    Reservation::for_program(options, graph.directed, state, rayon::current_num_threads())
 }
 
 impl Engine for CacheEngine {
@@ -70,15 +70,14 @@ impl Engine for CacheEngine {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         let options: &CacheOptions = &ctx.options.cache;
-        let state_per_vertex = match reserved_state(shape, options) {
-            Ok(bytes) => bytes,
+        let reservation = match reservation(shape, graph, options) {
+            Ok(reservation) => reservation,
             Err(why) => return Plan::refused(self.kind(), &work, why),
         };
         let rels = super::paged_files(graph.directed, graph.weighted);
         let file_bytes = |rel: &str| graph.file_bytes.get(rel).copied().unwrap_or(0);
         let (_, pages) = super::page_numbering(file_bytes, &rels, options.page_size);
-        let memory = match MemoryPlan::new(graph.vertices, graph.directed, pages, ctx.budget, state_per_vertex, options)
-        {
+        let memory = match MemoryPlan::new(graph.vertices, pages, ctx.budget, &reservation, options) {
             Ok(memory) => memory,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
