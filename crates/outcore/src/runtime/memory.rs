@@ -209,6 +209,10 @@ mod peak_tests {
     }
 }
 
+/// How many edges ahead a push scatter (stream's, cache's) prefetches the message slot of its
+/// target: far enough for a miss to memory to complete under the work on the edges between.
+pub const PREFETCH_DISTANCE: usize = 16;
+
 /// Asks the processor to start loading the cache line at `ptr`: a hint only, results never
 /// depend on it. Pulls and sparse pushes read lists and values at irregular addresses no
 /// hardware prefetcher follows, so without the hint each waits for memory in turn.

@@ -16,6 +16,6 @@ pub mod spill;
 pub use direct::{AlignedBuffer, BufferPool, DIRECT_ALIGN};
 pub use io::{CountedFile, IoCounters};
 pub use ledger::{Charge, LedgerFigures, LedgerPart, MemoryLedger, MemoryPart};
-pub use memory::{format_size, parse_size, peak_rss_bytes, prefetch, MemoryBudget};
+pub use memory::{format_size, parse_size, peak_rss_bytes, prefetch, MemoryBudget, PREFETCH_DISTANCE};
 pub use page_cache::PageCache;
 pub use progress::{CancelToken, NoProgress, Progress, ProgressBar, ProgressUnit};

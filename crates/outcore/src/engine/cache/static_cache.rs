@@ -134,6 +134,11 @@ impl StaticCache {
         self.weights.is_some()
     }
 
+    /// Whether `v`'s list is held.
+    pub fn holds(&self, v: u64) -> bool {
+        self.member[v as usize / 64] & (1u64 << (v % 64)) != 0
+    }
+
     /// The raw targets (and weights) of `v`'s list when `v` is cached.
     pub fn get(&self, v: u64) -> Option<(&[u8], Option<&[u8]>)> {
         let word = self.member[v as usize / 64];

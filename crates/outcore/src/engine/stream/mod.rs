@@ -63,7 +63,7 @@ pub use schedule::{BlockScheduler, Chunk, ChunkPlan, GapRule, Schedule, Selectiv
 use super::Runner;
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, EdgeDirection, EdgeRef, IterationContext, VertexProgram};
-use crate::runtime::{format_size, prefetch, MemoryPart};
+use crate::runtime::{format_size, prefetch, MemoryPart, PREFETCH_DISTANCE};
 use crate::store::{Direction, Store};
 use reader::EdgeFile;
 
@@ -824,9 +824,6 @@ impl<P: VertexProgram> Scatter<'_, P> {
         }
     }
 }
-
-/// How many edges ahead the scatter prefetches accumulator slots.
-pub(crate) const PREFETCH_DISTANCE: usize = 16;
 
 /// Folds the accumulators into the first, applies, and builds the next frontier; returns the
 /// next iteration's active vertices and their edges per layout.
