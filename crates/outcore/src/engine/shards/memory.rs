@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::program::{
     add_global_sums, global_contributions, Control, EdgeDirection, EdgeRef, IterationContext, VertexProgram,
 };
-use crate::runtime::{format_size, peak_rss_bytes, Charge, MemoryPart, ProgressUnit};
+use crate::runtime::{format_size, peak_rss_bytes, prefetch, Charge, MemoryPart, ProgressUnit, PREFETCH_DISTANCE};
 use crate::store::Direction;
 use crate::VertexId;
 
@@ -255,6 +255,10 @@ pub(crate) struct MemoryRun<'a, P: VertexProgram> {
     active: Vec<bool>,
     /// Slice accumulators over one interval (forward messages).
     slices: Vec<SliceAcc<P::Msg>>,
+    /// The loaded shard's topology and its read buffer, reused from shard to shard
+    /// ([`ShardFiles::load_topology_into`]; charged as "one shard's topology").
+    section: EdgeSection,
+    read_buffer: Vec<u8>,
     /// The ledger charges of `sizing`'s parts, held for the run.
     _charges: Vec<Charge>,
 }
@@ -292,6 +296,8 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
             received: vec![false; n],
             active: (0..info.num_vertices).into_par_iter().map(|v| program.initially_active(v, &info)).collect(),
             slices,
+            section: EdgeSection::default(),
+            read_buffer: Vec::new(),
             _charges: charges,
         })
     }
@@ -426,10 +432,12 @@ impl<'a, P: VertexProgram> MemoryRun<'a, P> {
         let before = self.runner.io_snapshot();
         let p = self.layout.shards;
         let files = ShardFiles::static_shard(&self.layout, j, [None, None], self.weights, 0);
-        let section = files.load_topology(0, p)?;
+        let mut section = std::mem::take(&mut self.section);
+        files.load_topology_into(0, p, &mut section, &mut self.read_buffer)?;
         outcome.bytes_read += self.runner.io_snapshot().since(&before).bytes_read;
         outcome.edges += section.len() as u64;
         outcome.messages += self.fold(j, &section);
+        self.section = section;
         Ok(())
     }
 
@@ -532,6 +540,23 @@ impl<P: VertexProgram> Fold<'_, P> {
         self.out_offsets[v as usize + 1] - self.out_offsets[v as usize]
     }
 
+    /// Asks for what the edge [`PREFETCH_DISTANCE`] ahead will touch at its target `ahead`:
+    /// the slot of its forward message, and the target's flag and value for a backward one.
+    /// Sources come sorted (their reads are sequential), targets in any order within the
+    /// interval: without the hint every edge waited on a miss to memory (a PageRank step on
+    /// RMAT-22 took 3.2 s for 65 M edges, as stream's scatter did before its prefetch).
+    #[inline(always)]
+    fn prefetch_target(&self, ahead: Option<VertexId>, slice: Option<&SliceAcc<P::Msg>>) {
+        let Some(t) = ahead else { return };
+        if let (true, Some((msgs, _))) = (self.dirs[0], slice) {
+            prefetch(msgs.as_ptr().wrapping_add(t.wrapping_sub(self.v0) as usize));
+        }
+        if self.dirs[1] {
+            prefetch(self.active.as_ptr().wrapping_add(t as usize));
+            prefetch(self.values.as_ptr().wrapping_add(t as usize));
+        }
+    }
+
     /// Edges `range`: forward messages into `slice` (interval-relative), backward ones into
     /// `own` (the slots of sources from `own.2` on, which only this slice's edges reach).
     fn slice(
@@ -544,6 +569,7 @@ impl<P: VertexProgram> Fold<'_, P> {
         let s = self.section;
         let mut messages = 0;
         for e in range {
+            self.prefetch_target(s.targets.get(e + PREFETCH_DISTANCE).copied(), slice.as_deref());
             let (src, tgt) = (s.sources[e], s.targets[e]);
             let weight = if s.weights.is_empty() { 1.0 } else { s.weights[e] };
             if self.dirs[0] && self.active[src as usize] {
