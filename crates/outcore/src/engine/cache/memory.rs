@@ -75,6 +75,16 @@ impl Reservation {
         self.state_per_vertex >= other.state_per_vertex && (self.in_offsets || !other.in_offsets)
     }
 
+    /// The smallest reservation covering both: what an engine rebuilt for `other` keeps, so
+    /// that programs of one algorithm alternating between them (a larger state reading out-edges,
+    /// a smaller one reading in-edges) rebuild it once, not at every turn.
+    pub(crate) fn union(&self, other: &Reservation) -> Reservation {
+        Reservation {
+            state_per_vertex: self.state_per_vertex.max(other.state_per_vertex),
+            in_offsets: self.in_offsets || other.in_offsets,
+        }
+    }
+
     /// Bytes of the offsets held for `vertices` vertices.
     fn offsets_bytes(&self, vertices: u64) -> u64 {
         (vertices + 1) * 8 * if self.in_offsets { 2 } else { 1 }
@@ -230,5 +240,20 @@ impl MemoryPlan {
             MemoryPart::new("static cache", self.static_cache),
             MemoryPart::new("page cache", self.frames as u64 * self.frame_bytes),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rebuilt_reservation_covers_the_old_and_the_new_program() {
+        let out_large = Reservation { state_per_vertex: 51, in_offsets: false };
+        let in_small = Reservation { state_per_vertex: 19, in_offsets: true };
+        assert!(!out_large.covers(&in_small) && !in_small.covers(&out_large));
+        let both = out_large.union(&in_small);
+        assert_eq!(both, Reservation { state_per_vertex: 51, in_offsets: true });
+        assert!(both.covers(&out_large) && both.covers(&in_small));
     }
 }

@@ -174,7 +174,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
         marks_only: parts::marks_only(program),
         reads_in: program.direction() != EdgeDirection::Out,
     };
-    let reservation = Reservation::for_program(
+    let mut reservation = Reservation::for_program(
         &runner.options().cache,
         runner.store().is_directed(),
         state,
@@ -182,9 +182,10 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
     )
     .map_err(Error::MemoryBudget)?;
     let mut slot = runner.cache_engine_slot().lock().unwrap_or_else(|e| e.into_inner());
-    if slot.as_ref().is_some_and(|engine| !engine.reservation.covers(&reservation)) {
+    if let Some(engine) = slot.as_ref().filter(|engine| !engine.reservation.covers(&reservation)) {
         // Sized for an earlier program of this algorithm that keeps less state or reads no
-        // in-edges: release its memory and build the engine again, caches included.
+        // in-edges: release its memory and build the engine again, caches included, for both.
+        reservation = engine.reservation.union(&reservation);
         *slot = None;
     }
     if slot.is_none() {
