@@ -5,6 +5,7 @@
 
 use super::page_cache::PageCache;
 use super::{CacheOptions, SelectionMethod};
+use crate::engine::planner::ProgramShape;
 use crate::error::{Error, Result};
 use crate::runtime::{format_size, MemoryPart};
 use crate::store::Store;
@@ -45,20 +46,22 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// The reservation for a program keeping `value_bytes` and `msg_bytes` per vertex on
-    /// `threads` threads (see [`program_state_bytes`]), reading in-edges when `reads_in`, on a
-    /// store that is `directed` or not. A program that keeps more than a fixed reservation is
-    /// refused, with the reason.
+    /// The reservation for a vertex program of `shape` on `threads` threads (its state: see
+    /// [`program_state_bytes`]; csr-in's offsets when it reads in-edges), on a store that is
+    /// `directed` or not: the one derivation the planner's plan and the engine share. A
+    /// program that keeps more than a fixed reservation is refused, with the reason.
     pub(crate) fn for_program(
         options: &CacheOptions,
         directed: bool,
-        shape: StateShape,
+        shape: &ProgramShape,
         threads: usize,
     ) -> std::result::Result<Reservation, String> {
-        let StateShape { value_bytes, msg_bytes, marks_only, reads_in } = shape;
+        let (value_bytes, msg_bytes) = (shape.value_bytes, shape.msg_bytes);
+        // Parts that only mark targets (`parts::marks_only`, from the same two properties).
+        let marks_only = shape.sends_uniform_messages && shape.sends_one_message;
         let Some(fixed) = options.state_bytes_per_vertex else {
             let state_per_vertex = program_state_bytes(value_bytes, msg_bytes, marks_only, threads);
-            return Ok(Reservation { state_per_vertex, in_offsets: directed && reads_in });
+            return Ok(Reservation { state_per_vertex, in_offsets: directed && shape.in_edges });
         };
         let needed = super::parts::own_bytes(value_bytes, msg_bytes);
         if needed > fixed {
@@ -89,16 +92,6 @@ impl Reservation {
     fn offsets_bytes(&self, vertices: u64) -> u64 {
         (vertices + 1) * 8 * if self.in_offsets { 2 } else { 1 }
     }
-}
-
-/// What a program's reservation depends on: the sizes of its value and message, whether its
-/// scatter parts only mark targets ([`super::parts::marks_only`]), and whether it reads in-edges.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StateShape {
-    pub(crate) value_bytes: u64,
-    pub(crate) msg_bytes: u64,
-    pub(crate) marks_only: bool,
-    pub(crate) reads_in: bool,
 }
 
 /// The fewest page frames the engine runs with (two batches of at least 4 pages).

@@ -65,7 +65,7 @@ use std::time::Instant;
 
 pub use memory::{budget_for_cache_bytes, ASSUMED_STATE_BYTES_PER_VERTEX};
 pub(crate) use memory::{page_numbering, paged_files, MemoryPlan};
-use memory::{store_pages, Reservation, StateShape};
+use memory::{store_pages, Reservation};
 pub(crate) use saved_selection::{gvs_holds_lists, selection_names};
 
 use self::frontier::{Bitmap, Frontier};
@@ -75,6 +75,7 @@ use self::page_cache::PageCache;
 use self::parts::{Parallel, Parts, ScatterContext, Serial, Sink};
 use self::requests::PagedFile;
 use self::static_cache::StaticCache;
+use super::planner::ProgramShape;
 use super::{CacheIteration, CacheRun, IterationFigures, IterationStats, Runner, StaticCacheLoad};
 use crate::error::{Error, Result};
 use crate::program::{add_global_sums, global_contributions, Control, EdgeDirection, IterationContext, VertexProgram};
@@ -167,17 +168,10 @@ pub struct CacheEngine {
 
 /// Runs `program` on the cache engine of `runner` (created on first use).
 pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Vec<P::Value>> {
-    let size = |bytes: usize| bytes as u64;
-    let state = StateShape {
-        value_bytes: size(std::mem::size_of::<P::Value>()),
-        msg_bytes: size(std::mem::size_of::<P::Msg>()),
-        marks_only: parts::marks_only(program),
-        reads_in: program.direction() != EdgeDirection::Out,
-    };
     let mut reservation = Reservation::for_program(
         &runner.options().cache,
         runner.store().is_directed(),
-        state,
+        &ProgramShape::vertex(program),
         rayon::current_num_threads(),
     )
     .map_err(Error::MemoryBudget)?;

@@ -17,7 +17,7 @@
 //!
 //! So a BFS read 1.78× the targets, and ten PageRank iterations 7.4× (stream: 1.15×).
 
-use super::memory::{Reservation, StateShape};
+use super::memory::Reservation;
 use super::{gvs_holds_lists, selection_names, CacheOptions, MemoryPlan, SelectionMethod};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
@@ -35,18 +35,6 @@ pub const SHORT_LIST_PAGES: f64 = 0.7;
 /// GVS's seconds per arc and round, in edge visits of the cost model (9.9 s for 16 rounds of
 /// RMAT-22's 65 M arcs on 2 cores, at 2.97 ns a visit).
 pub const SELECTION_RATE: f64 = 3.2;
-
-/// What the engine reserves for this program on this machine's threads, or why it refuses the
-/// program (more state than the options' fixed reservation).
-fn reservation(shape: &ProgramShape, graph: &PlanGraph, options: &CacheOptions) -> Result<Reservation, String> {
-    let state = StateShape {
-        value_bytes: shape.value_bytes,
-        msg_bytes: shape.msg_bytes,
-        marks_only: shape.sends_uniform_messages && shape.sends_one_message,
-        reads_in: shape.direction != EdgeDirection::Out,
-    };
-    Reservation::for_program(options, graph.directed, state, rayon::current_num_threads())
-}
 
 impl Engine for CacheEngine {
     fn kind(&self) -> EngineKind {
@@ -70,7 +58,7 @@ impl Engine for CacheEngine {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         let options: &CacheOptions = &ctx.options.cache;
-        let reservation = match reservation(shape, graph, options) {
+        let reservation = match Reservation::for_program(options, graph.directed, shape, rayon::current_num_threads()) {
             Ok(reservation) => reservation,
             Err(why) => return Plan::refused(self.kind(), &work, why),
         };
