@@ -12,7 +12,10 @@
 //!
 //! **Dynamic shards.** A dynamic shard of shard k is a subset of its edges in the same order,
 //! with the same block index, each edge also naming its position in the static shard so that a
-//! shadow iteration can overlay it. Its files live in the run's work directory, one directory
+//! shadow iteration can overlay it. Those positions take 4 bytes each when every static shard
+//! has fewer than 2^32 edges ([`static_index_width`]), else 8: a dynamic step reads each of its
+//! edges twice (memory shard and window), and on RMAT-18 the 8-byte index was a fifth of a
+//! dynamic shard's bytes. Its files live in the run's work directory, one directory
 //! per set; a retired set's directory is reused by a later set, whose files overwrite its own
 //! ([`WorkFile::overwrite`]).
 //!
@@ -243,8 +246,9 @@ pub struct ShardFiles<'a> {
     runs: Source<'a>,
     targets: Source<'a>,
     weights: Option<Source<'a>>,
-    /// Static position of each edge (dynamic shards), 8 bytes each.
+    /// Static position of each edge (dynamic shards), `index_width` bytes each.
     static_index: Option<&'a WorkFile>,
+    index_width: u64,
     records: [Option<&'a WorkFile>; 2],
     run_start: &'a [u64],
     edge_start: &'a [u64],
@@ -269,6 +273,7 @@ impl<'a> ShardFiles<'a> {
             targets: Source::Store(&layout.targets[k]),
             weights: if weights && layout.weighted { Some(Source::Store(&layout.weights[k])) } else { None },
             static_index: None,
+            index_width: 8,
             records,
             run_start: &layout.run_start[k],
             edge_start: &layout.edge_start[k],
@@ -286,6 +291,7 @@ impl<'a> ShardFiles<'a> {
             targets: Source::Work(&d.targets),
             weights: d.weights.as_ref().map(Source::Work),
             static_index: Some(&d.static_index),
+            index_width: set.index_width,
             records: [d.records[0].as_ref(), d.records[1].as_ref()],
             run_start: &d.run_start,
             edge_start: &d.edge_start,
@@ -307,9 +313,11 @@ impl<'a> ShardFiles<'a> {
         let mut buf = Vec::new();
         section.static_index = match self.static_index {
             Some(f) => {
-                buf.resize(edges * 8, 0);
-                f.read_at(&mut buf, e0 * 8)?;
-                crate::store::files::u64s_from_le_bytes(&buf)
+                buf.resize(edges * self.index_width as usize, 0);
+                f.read_at(&mut buf, e0 * self.index_width)?;
+                let mut index = Vec::with_capacity(edges);
+                decode_targets(&buf, self.index_width, &mut index);
+                index
             }
             None => (e0..e1).collect(),
         };
@@ -438,6 +446,8 @@ pub struct DynamicShard {
 pub struct DynamicShardSet {
     pub dir: PathBuf,
     pub shards: Vec<DynamicShard>,
+    /// Bytes of each edge's static position ([`static_index_width`]).
+    pub index_width: u64,
     /// The first and last step that loaded this set (the last grows while ODS reuses it).
     pub first_step: usize,
     pub last_step: usize,
@@ -455,11 +465,23 @@ impl DynamicShardSet {
     }
 }
 
+/// Bytes of a dynamic shard's static positions for `layout`: 4 when every static shard has
+/// fewer than 2^32 edges, else 8.
+pub fn static_index_width(layout: &ShardLayout) -> u64 {
+    let most = layout.edge_start.iter().filter_map(|starts| starts.last()).max().copied().unwrap_or(0);
+    if most <= u64::from(u32::MAX) {
+        4
+    } else {
+        8
+    }
+}
+
 /// Appends dirty edges to the dynamic shards of the next step, shard by shard, block by block
 /// in source-interval order (so each dynamic shard stays sorted by source like its static one).
 pub struct DynamicShardWriter {
     dir: PathBuf,
     width: u64,
+    index_width: u64,
     shards: usize,
     writers: Vec<ShardWriter>,
     pub edges: u64,
@@ -479,16 +501,17 @@ struct ShardWriter {
 }
 
 impl DynamicShardWriter {
+    /// Files for every shard of `layout` in `dir`.
     pub fn create(
         dir: PathBuf,
-        shards: usize,
-        width: u64,
+        layout: &ShardLayout,
         weights: bool,
         directions: [bool; 2],
         buffer_bytes: u64,
         counters: &IoCounters,
     ) -> Result<Self> {
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
+        let (shards, width, index_width) = (layout.shards, layout.width, static_index_width(layout));
         let files = 3 + weights as u64 + directions.iter().filter(|&&d| d).count() as u64;
         let per_file = (buffer_bytes / (shards as u64 * files)).clamp(4 << 10, 256 << 10) as usize;
         let create = |name: String| WorkFile::overwrite(&dir.join(name), per_file, counters.clone());
@@ -510,7 +533,7 @@ impl DynamicShardWriter {
                 edge_start: Vec::with_capacity(shards + 1),
             });
         }
-        Ok(DynamicShardWriter { dir, width, shards, writers, edges: 0 })
+        Ok(DynamicShardWriter { dir, width, index_width, shards, writers, edges: 0 })
     }
 
     /// Appends the edges of block `block` of `section` (of shard `k`) for which `keep` holds.
@@ -545,7 +568,7 @@ impl DynamicShardWriter {
             if let Some(ws) = &mut w.weights {
                 ws.write(&section.weights[e].to_le_bytes())?;
             }
-            w.static_index.write(&section.static_index[e].to_le_bytes())?;
+            w.static_index.write_uint(section.static_index[e], self.index_width)?;
             for d in 0..2 {
                 if let Some(rw) = &mut w.records[d] {
                     rw.write(&section.records[d][e * record..(e + 1) * record])?;
@@ -582,6 +605,74 @@ impl DynamicShardWriter {
                 edge_start: w.edge_start,
             });
         }
-        Ok(DynamicShardSet { dir: self.dir, shards, first_step, last_step: first_step })
+        Ok(DynamicShardSet { dir: self.dir, shards, index_width: self.index_width, first_step, last_step: first_step })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(edges_per_shard: [u64; 2]) -> ShardLayout {
+        ShardLayout {
+            name: "shards-2".into(),
+            shards: 2,
+            intervals: vec![0, 4, 8],
+            width: 4,
+            weighted: false,
+            run_start: vec![vec![0, 2, 4]; 2],
+            edge_start: edges_per_shard.iter().map(|&e| vec![0, e / 2, e]).collect(),
+            runs: Vec::new(),
+            targets: Vec::new(),
+            weights: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn static_positions_take_four_bytes_unless_a_shard_outgrows_them() {
+        assert_eq!(static_index_width(&layout([8, 6])), 4);
+        assert_eq!(static_index_width(&layout([8, u64::from(u32::MAX)])), 4);
+        assert_eq!(static_index_width(&layout([8, u64::from(u32::MAX) + 1])), 8);
+    }
+
+    /// A dynamic shard keeps a subset of a static section's edges with their static positions
+    /// (4 bytes each on disk) and records, and loads them back unchanged.
+    #[test]
+    fn a_dynamic_shard_round_trips_its_edges_positions_and_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = layout([8, 6]);
+        let record = record_bytes::<f64>();
+        // Shard 0: block 0 holds sources 0 and 1, block 1 sources 4 and 5, two edges each.
+        let section = EdgeSection {
+            sources: vec![0, 0, 1, 1, 4, 4, 5, 5],
+            targets: vec![1, 2, 3, 2, 0, 1, 2, 3],
+            static_index: (0..8).collect(),
+            records: [(0..8 * record).map(|b| b as u8).collect(), Vec::new()],
+            first_block: 0,
+            block_bounds: vec![0, 4, 8],
+            modified: vec![false; 2],
+            ..EdgeSection::default()
+        };
+        let counters = IoCounters::new();
+        let mut writer =
+            DynamicShardWriter::create(dir.path().join("set"), &layout, false, [true, false], 1 << 16, &counters)
+                .unwrap();
+        let kept = [1usize, 2, 5, 7];
+        for block in 0..2 {
+            writer.append_block(0, &section, block, record, |e| kept.contains(&e)).unwrap();
+        }
+        let set = writer.finish(3, &counters).unwrap();
+        assert_eq!(set.edges(), 4);
+        assert_eq!(set.index_width, 4);
+        let on_disk = std::fs::metadata(dir.path().join("set/0.static-index")).unwrap().len();
+        assert_eq!(on_disk, 4 * 4, "four positions of four bytes");
+        let loaded = ShardFiles::dynamic_shard(&set, 0, layout.width, record).load(0, 2).unwrap();
+        assert_eq!(loaded.static_index, vec![1, 2, 5, 7]);
+        assert_eq!(loaded.sources, vec![0, 1, 4, 5]);
+        assert_eq!(loaded.targets, vec![2, 3, 1, 3]);
+        assert_eq!(loaded.block_bounds, vec![0, 2, 4]);
+        let expected: Vec<u8> =
+            kept.iter().flat_map(|&e| section.records[0][e * record..(e + 1) * record].to_vec()).collect();
+        assert_eq!(loaded.records[0], expected);
     }
 }

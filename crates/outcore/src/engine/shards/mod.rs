@@ -529,8 +529,7 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
                     sets_built += 1;
                     Some(DynamicShardWriter::create(
                         self.set_dir(),
-                        self.layout.shards,
-                        self.layout.width,
+                        &self.layout,
                         self.weights,
                         self.dirs,
                         self.sizing.writers,
