@@ -433,7 +433,7 @@ fn apply_engine_options(options: &mut RunOptions, extra: &Bound<'_, PyDict>) -> 
                 if !(0.0..=1.0).contains(&share) {
                     return Err(PyValueError::new_err(format!("shadow_edge_share must be in [0, 1], got {share}")));
                 }
-                shards.shadow_edge_share = share;
+                shards.shadow_edge_share = Some(share);
             }
             "delay_buffer" => shards.delay_buffer_bytes = size_option(&value)?,
             "delayed_delivery" => {

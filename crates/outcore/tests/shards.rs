@@ -246,8 +246,29 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
         assert!(it.bytes_read < stats.per_iteration[0].bytes_read, "step {i} read {}", it.bytes_read);
         assert_eq!(it.figures.shards().unwrap().static_bytes_read, 0, "dynamic steps read no static shard");
     }
-    // The first dynamic shards hold the edges updated in the two steps up to the first shadow.
+    // With direct delivery the first dynamic shards hold the edges updated in the shadow.
     let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
+    let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
+    let dirty = disk_steps(&stats, |i| i.dirty_edges);
+    assert_eq!(built, dirty[first_shadow], "edges built in the first shadow");
+}
+
+/// Under the paper's delivery (vertices lacking edges wait for a shadow) the first dynamic
+/// shards hold the edges updated in the two steps up to the first shadow (§5.1), at its p.
+#[test]
+fn under_shadow_delivery_the_first_dynamic_shards_hold_two_steps_of_updated_edges() {
+    let g = rmat_graph();
+    let p = params(&g, "pr-delta");
+    let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
+    options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
+    options.shards.delayed_delivery = DelayedDelivery::Shadow;
+    let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+    assert_same("pr-delta", &inmem(&g.store, "pr-delta", &p), &got, "ods:shadow");
+    let kinds = kinds(&stats);
+    let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
+    let shares = disk_steps(&stats, |i| i.dirty_edges as f64 / g.store.num_arcs() as f64);
+    assert!(shares[first_shadow - 1] < DelayedDelivery::Shadow.default_shadow_edge_share(), "{shares:?}");
+    assert!(shares[..first_shadow - 1].iter().all(|&s| s >= 0.30), "{shares:?}");
     let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
     let dirty = disk_steps(&stats, |i| i.dirty_edges);
     assert!(built >= dirty[first_shadow].max(dirty[first_shadow - 1]), "{built} edges built");
@@ -408,7 +429,7 @@ fn a_vertex_whose_out_edge_is_missing_is_delayed_and_the_shadow_delivers_its_fol
         let mut options = shards_options(64 << 20, Some(3), Some(policy));
         // Shadow iterations only when nothing else is left, so v is delayed several times.
         options.shards.delay_buffer_bytes = 1 << 20;
-        options.shards.shadow_edge_share = 0.9;
+        options.shards.shadow_edge_share = Some(0.9);
         options.shards.delayed_delivery = DelayedDelivery::Shadow;
         let runner = Runner::new(&store, options);
         let got = runner.run_vertex_program(&Halving).unwrap();

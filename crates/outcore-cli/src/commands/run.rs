@@ -142,7 +142,7 @@ pub struct RunArgs {
     #[arg(long)]
     dynamic: Option<String>,
     /// Shards engine, ods: the first shadow iteration runs when the share of updated edges
-    /// falls below this (default 0.30).
+    /// falls below this (default 0.8 with --delayed-delivery adjacency, 0.30 with shadow).
     #[arg(long)]
     shadow_edge_share: Option<f64>,
     /// Shards engine, ads/ods: a shadow iteration runs when the delay buffer exceeds this,
@@ -185,14 +185,13 @@ pub fn shards_options(
     values: Option<&str>,
 ) -> anyhow::Result<ShardsOptions> {
     let defaults = ShardsOptions::default();
-    let share = shadow_edge_share.unwrap_or(defaults.shadow_edge_share);
-    if !(0.0..=1.0).contains(&share) {
+    if let Some(share) = shadow_edge_share.filter(|s| !(0.0..=1.0).contains(s)) {
         anyhow::bail!(outcore::Error::invalid(format!("--shadow-edge-share must be in [0, 1], got {share}")));
     }
     Ok(ShardsOptions {
         shards,
         dynamic: dynamic.map(DynamicPolicy::parse).transpose()?,
-        shadow_edge_share: share,
+        shadow_edge_share,
         delay_buffer_bytes: delay_buffer.map(parse_size).transpose()?.unwrap_or(defaults.delay_buffer_bytes),
         delayed_delivery: delayed_delivery
             .map(DelayedDelivery::parse)

@@ -109,8 +109,10 @@ pub struct ShardsOptions {
     pub shards: Option<usize>,
     /// `--dynamic`; None: `ods` for programs that allow it, `off` for the others.
     pub dynamic: Option<DynamicPolicy>,
-    /// ODS: the first shadow iteration runs when the share of updated edges falls below this.
-    pub shadow_edge_share: f64,
+    /// ODS: the first shadow iteration runs when the share of updated edges falls below this
+    /// (`--shadow-edge-share`); None: [`DelayedDelivery::default_shadow_edge_share`] (0.8 with
+    /// direct delivery, the paper's 0.30 with shadow delivery).
+    pub shadow_edge_share: Option<f64>,
     /// ADS/ODS: a shadow iteration runs when the delay buffer exceeds this many bytes.
     pub delay_buffer_bytes: u64,
     /// ADS/ODS: where the messages of a vertex lacking edges on a dynamic shard go
@@ -158,7 +160,7 @@ impl Default for ShardsOptions {
         ShardsOptions {
             shards: None,
             dynamic: None,
-            shadow_edge_share: 0.30,
+            shadow_edge_share: None,
             delay_buffer_bytes: 100 << 10,
             delayed_delivery: DelayedDelivery::Adjacency,
             values: ShardValues::Auto,
@@ -490,7 +492,8 @@ impl<'a, P: VertexProgram> Executor<'a, P> {
         let runner = self.runner;
         let info = runner.graph_info();
         let options = runner.options().shards.clone();
-        let mut schedule = ShadowSchedule::new(self.policy, options.shadow_edge_share, options.delay_buffer_bytes)
+        let share = options.shadow_edge_share.unwrap_or_else(|| self.delivery.default_shadow_edge_share());
+        let mut schedule = ShadowSchedule::new(self.policy, share, options.delay_buffer_bytes)
             .refreshing(self.delivery == DelayedDelivery::Adjacency);
         let mut figures = ShardsRun {
             shards: self.layout.shards as u64,
