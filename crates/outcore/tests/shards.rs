@@ -227,13 +227,27 @@ fn every_algorithm_equals_inmem(g: TestGraph) {
     }
 }
 
+/// pr-delta under ODS on 16 shards with the default delay buffer and the given delivery.
+fn ods_pr_delta(g: &TestGraph, delivery: DelayedDelivery) -> (AlgorithmResult, RunStats) {
+    let p = params(g, "pr-delta");
+    let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
+    options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
+    options.shards.delayed_delivery = delivery;
+    run(&g.store, options, "pr-delta", &p).unwrap()
+}
+
+/// The step of the first shadow iteration, the edges of the dynamic shards it built, and every
+/// step's dirty edges.
+fn first_dynamic_set(stats: &RunStats) -> (usize, u64, Vec<u64>) {
+    let first_shadow = kinds(stats).iter().position(|k| k == "shadow").unwrap();
+    let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
+    (first_shadow, built, disk_steps(stats, |i| i.dirty_edges))
+}
+
 #[test]
 fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
     let g = rmat_graph();
-    let p = params(&g, "pr-delta");
-    let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
-    options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
-    let (_, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+    let (_, stats) = ods_pr_delta(&g, DelayedDelivery::Adjacency);
     let kinds = kinds(&stats);
     let loaded = disk_steps(&stats, |i| i.edges_loaded);
     let static_loaded = loaded[kinds.iter().position(|k| k == "static").unwrap()];
@@ -247,9 +261,7 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
         assert_eq!(it.figures.shards().unwrap().static_bytes_read, 0, "dynamic steps read no static shard");
     }
     // With direct delivery the first dynamic shards hold the edges updated in the shadow.
-    let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
-    let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
-    let dirty = disk_steps(&stats, |i| i.dirty_edges);
+    let (first_shadow, built, dirty) = first_dynamic_set(&stats);
     assert_eq!(built, dirty[first_shadow], "edges built in the first shadow");
 }
 
@@ -258,19 +270,15 @@ fn dynamic_steps_load_only_a_subset_of_the_edges_of_static_steps() {
 #[test]
 fn under_shadow_delivery_the_first_dynamic_shards_hold_two_steps_of_updated_edges() {
     let g = rmat_graph();
+    let (got, stats) = ods_pr_delta(&g, DelayedDelivery::Shadow);
     let p = params(&g, "pr-delta");
-    let mut options = shards_options(1 << 20, Some(16), Some(DynamicPolicy::Ods));
-    options.shards.delay_buffer_bytes = ShardsOptions::default().delay_buffer_bytes;
-    options.shards.delayed_delivery = DelayedDelivery::Shadow;
-    let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
     assert_same("pr-delta", &inmem(&g.store, "pr-delta", &p), &got, "ods:shadow");
-    let kinds = kinds(&stats);
-    let first_shadow = kinds.iter().position(|k| k == "shadow").unwrap();
-    let shares = disk_steps(&stats, |i| i.dirty_edges as f64 / g.store.num_arcs() as f64);
-    assert!(shares[first_shadow - 1] < DelayedDelivery::Shadow.default_shadow_edge_share(), "{shares:?}");
-    assert!(shares[..first_shadow - 1].iter().all(|&s| s >= 0.30), "{shares:?}");
-    let built = stats.per_iteration[first_shadow].figures.shards().unwrap().dynamic_shard_edges.unwrap();
-    let dirty = disk_steps(&stats, |i| i.dirty_edges);
+    let (first_shadow, built, dirty) = first_dynamic_set(&stats);
+    let share = DelayedDelivery::Shadow.default_shadow_edge_share();
+    assert_eq!(share, 0.30, "the paper's p");
+    let shares: Vec<f64> = dirty.iter().map(|&d| d as f64 / g.store.num_arcs() as f64).collect();
+    assert!(shares[first_shadow - 1] < share, "{shares:?}");
+    assert!(shares[..first_shadow - 1].iter().all(|&s| s >= share), "{shares:?}");
     assert!(built >= dirty[first_shadow].max(dirty[first_shadow - 1]), "{built} edges built");
     assert!(built <= dirty[first_shadow] + dirty[first_shadow - 1]);
 }

@@ -246,9 +246,8 @@ pub struct ShardFiles<'a> {
     runs: Source<'a>,
     targets: Source<'a>,
     weights: Option<Source<'a>>,
-    /// Static position of each edge (dynamic shards), `index_width` bytes each.
-    static_index: Option<&'a WorkFile>,
-    index_width: u64,
+    /// Static position of each edge (dynamic shards) and its width in bytes.
+    static_index: Option<(&'a WorkFile, u64)>,
     records: [Option<&'a WorkFile>; 2],
     run_start: &'a [u64],
     edge_start: &'a [u64],
@@ -273,7 +272,6 @@ impl<'a> ShardFiles<'a> {
             targets: Source::Store(&layout.targets[k]),
             weights: if weights && layout.weighted { Some(Source::Store(&layout.weights[k])) } else { None },
             static_index: None,
-            index_width: 8,
             records,
             run_start: &layout.run_start[k],
             edge_start: &layout.edge_start[k],
@@ -290,8 +288,7 @@ impl<'a> ShardFiles<'a> {
             runs: Source::Work(&d.runs),
             targets: Source::Work(&d.targets),
             weights: d.weights.as_ref().map(Source::Work),
-            static_index: Some(&d.static_index),
-            index_width: set.index_width,
+            static_index: Some((&d.static_index, set.index_width)),
             records: [d.records[0].as_ref(), d.records[1].as_ref()],
             run_start: &d.run_start,
             edge_start: &d.edge_start,
@@ -312,11 +309,11 @@ impl<'a> ShardFiles<'a> {
         let edges = (e1 - e0) as usize;
         let mut buf = Vec::new();
         section.static_index = match self.static_index {
-            Some(f) => {
-                buf.resize(edges * self.index_width as usize, 0);
-                f.read_at(&mut buf, e0 * self.index_width)?;
+            Some((f, width)) => {
+                buf.resize(edges * width as usize, 0);
+                f.read_at(&mut buf, e0 * width)?;
                 let mut index = Vec::with_capacity(edges);
-                decode_targets(&buf, self.index_width, &mut index);
+                decode_targets(&buf, width, &mut index);
                 index
             }
             None => (e0..e1).collect(),
