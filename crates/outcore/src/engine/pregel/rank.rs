@@ -343,7 +343,8 @@ fn read_vertices(dir: &Path, info: &PartitionInfo, rank: usize, counters: &IoCou
         .collect())
 }
 /// Sends every rank's values to rank 0, which returns them in dense-id order (a single rank
-/// whose positions are the dense ids returns its values as they are).
+/// whose positions are the dense ids returns its values as they are). Rank 0 places its own
+/// values directly and the others' as they arrive, in one array of the job's vertices.
 fn gather_results<V: Wire + Clone>(
     t: &dyn Transport,
     vertices: &[VertexRecord],
@@ -354,40 +355,51 @@ fn gather_results<V: Wire + Clone>(
     if t.ranks() == 1 && values.len() as u64 == total && in_dense_order() {
         return Ok(values);
     }
-    const CHUNK: usize = 1 << 16;
-    for (records, chunk) in vertices.chunks(CHUNK).zip(values.chunks(CHUNK)) {
-        let mut payload = Vec::with_capacity(records.len() * (8 + V::BYTES) + 1);
-        payload.push(KIND_DATA);
-        for (v, value) in records.iter().zip(chunk) {
-            v.dense.put(&mut payload);
-            value.put(&mut payload);
-        }
-        t.send(0, TAG_RESULTS, payload)?;
-    }
-    t.send(0, TAG_RESULTS, vec![KIND_END])?;
-    drop(values);
     if t.rank() != 0 {
+        const CHUNK: usize = 1 << 16;
+        for (records, chunk) in vertices.chunks(CHUNK).zip(values.chunks(CHUNK)) {
+            let mut payload = Vec::with_capacity(records.len() * (8 + V::BYTES) + 1);
+            payload.push(KIND_DATA);
+            for (v, value) in records.iter().zip(chunk) {
+                v.dense.put(&mut payload);
+                value.put(&mut payload);
+            }
+            t.send(0, TAG_RESULTS, payload)?;
+        }
+        t.send(0, TAG_RESULTS, vec![KIND_END])?;
         return Ok(Vec::new());
     }
-    let mut all: Vec<Option<V>> = vec![None; total as usize];
-    let mut ends = 0;
+    // Every encoding decodes from zeros: a placeholder until the vertex's value is placed.
+    let mut all = vec![V::get(&vec![0u8; V::BYTES]); total as usize];
+    let mut placed = vec![false; total as usize];
+    let mut place = |dense: u64, value: V, from: usize| -> Result<()> {
+        match placed.get_mut(dense as usize) {
+            Some(seen) if !*seen => {
+                *seen = true;
+                all[dense as usize] = value;
+                Ok(())
+            }
+            _ => Err(corrupt(from)),
+        }
+    };
+    for (v, value) in vertices.iter().zip(values) {
+        place(v.dense, value, 0)?;
+    }
+    let mut ends = 1;
     while ends < t.ranks() {
         let envelope = t.recv(TAG_RESULTS)?;
         match envelope.payload.split_first() {
             Some((&KIND_END, _)) => ends += 1,
             Some((&KIND_DATA, records)) => {
                 for record in records.chunks_exact(8 + V::BYTES) {
-                    let dense = u64::get(record) as usize;
-                    *all.get_mut(dense).ok_or_else(|| corrupt(envelope.from))? = Some(V::get(&record[8..]));
+                    place(u64::get(record), V::get(&record[8..]), envelope.from)?;
                 }
             }
             _ => return Err(corrupt(envelope.from)),
         }
     }
-    all.into_iter()
-        .enumerate()
-        .map(|(v, value)| {
-            value.ok_or_else(|| Error::Remote { rank: None, message: format!("no rank sent vertex {v}") })
-        })
-        .collect()
+    match placed.iter().position(|&seen| !seen) {
+        Some(v) => Err(Error::Remote { rank: None, message: format!("no rank sent vertex {v}") }),
+        None => Ok(all),
+    }
 }
