@@ -150,6 +150,39 @@ fn pregel_on_2_and_4_mpi_ranks_equals_inmem() {
     }
 }
 
+/// mpirun binds each of 2 ranks to its own core; once the supersteps are over, rank 0 writes
+/// the results on both (the other rank only waits to finalise), and they equal W = 1's.
+#[test]
+fn rank_zero_writes_the_results_on_the_cpus_of_its_machines_ranks() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: this machine lets the test run on {cpus} CPU(s); binding 2 ranks needs 2");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    outcore(&["partition", "--store", &store, "--ranks", "2", "--recode"]);
+    let alone = dir.path().join("alone.txt");
+    let job = dir.path().join("job.txt");
+    let common = ["run", "pr", "--store", &store, "--engine", "pregel", "--recode", "--output"];
+    outcore(&["partition", "--store", &store, "--ranks", "1", "--recode"]);
+    outcore(&[&common[..], &[alone.to_str().unwrap(), "--quiet"]].concat());
+    let output = Command::new("timeout")
+        .args(["120", "mpirun", "--allow-run-as-root", "--bind-to", "core", "-n", "2"])
+        .arg(env!("CARGO_BIN_EXE_outcore"))
+        .args(common)
+        .arg(&job)
+        .output()
+        .expect("run mpirun");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("results and figures from rank 0, written on the 2 CPUs of its machine's ranks"),
+        "{stderr}"
+    );
+    assert_close(&values(&alone), &values(&job), "pr on 2 bound ranks against 1");
+}
+
 #[test]
 fn partition_ranks_other_than_the_world_size_are_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -421,14 +421,40 @@ fn run_with(
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
     let stats = runner.finish(&args.algorithm);
     let (rank, ranks) = runner.rank();
+    // Rank 0 holds every value and writes the results and figures of the whole job, on the CPUs
+    // of every rank of its machine (the others are done).
+    let results_pool = match runner.transport() {
+        Some(transport) if ranks > 1 => outcore::transport::cpus::results_pool(transport.as_ref())?,
+        _ => None,
+    };
     if rank != 0 {
-        // Rank 0 holds every value and writes the results and figures of the whole job.
         return Ok(());
     }
     if ranks > 1 && !args.quiet {
-        eprintln!("{} ranks; results and figures from rank 0", ranks);
+        match &results_pool {
+            Some(pool) => eprintln!(
+                "{ranks} ranks; results and figures from rank 0, written on the {} CPUs of its machine's ranks",
+                pool.current_num_threads()
+            ),
+            None => eprintln!("{ranks} ranks; results and figures from rank 0"),
+        }
     }
-    let summary = outcore::report::summarize(&result, &runner.store().ids()?)?;
+    match results_pool {
+        Some(pool) => pool.install(|| write_outputs(&args, &runner, &result, &stats, format, writes)),
+        None => write_outputs(&args, &runner, &result, &stats, format, writes),
+    }
+}
+
+/// The results file (or stdout), the summary lines and the figures of a finished run.
+fn write_outputs(
+    args: &RunArgs,
+    runner: &Runner,
+    result: &outcore::algo::AlgorithmResult,
+    stats: &outcore::engine::RunStats,
+    format: OutputFormat,
+    writes: bool,
+) -> anyhow::Result<()> {
+    let summary = outcore::report::summarize(result, &runner.store().ids()?)?;
     let target = match &args.output {
         Some(path) => OutputTarget::File(path.clone()),
         None => OutputTarget::Stdout,
@@ -436,7 +462,7 @@ fn run_with(
     if !writes {
         return Ok(());
     }
-    write_result(runner.store(), &result, &target, format)?;
+    write_result(runner.store(), result, &target, format)?;
     if !args.quiet {
         eprintln!(
             "{} on {}: {:.2} s, {} iterations, {} read ({} checksum-verified), peak RSS {} (budget {})",
@@ -454,11 +480,8 @@ fn run_with(
         }
     }
     if let Some(path) = &args.stats_json {
-        let text = serde_json::to_string_pretty(&super::StatsFile {
-            stats: &stats,
-            summary: Some(&summary),
-            cpu_seconds: None,
-        })?;
+        let text =
+            serde_json::to_string_pretty(&super::StatsFile { stats, summary: Some(&summary), cpu_seconds: None })?;
         std::fs::write(path, text).map_err(|e| outcore::Error::io(format!("writing {}", path.display()), e))?;
     }
     Ok(())

@@ -30,6 +30,7 @@
 //!   blocked or later `recv` on the other ranks returns [`Error::Remote`] (in-process), or the
 //!   whole job is killed with a non-zero exit (MPI).
 
+pub mod cpus;
 mod inprocess;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -114,6 +115,11 @@ pub trait Transport: Send + Sync {
     /// Waits until every rank has called `barrier`.
     fn barrier(&self) -> Result<()> {
         self.all_gather(Vec::new()).map(|_| ())
+    }
+
+    /// Every rank's `bytes`, indexed by rank, on rank 0; `None` on the others.
+    fn gather(&self, bytes: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>> {
+        gather_at_root(self, bytes)
     }
 
     /// Every rank's `bytes`, indexed by rank, on every rank.

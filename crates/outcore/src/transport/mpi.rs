@@ -34,6 +34,11 @@ use crate::error::{Error, Result};
 /// supersteps are files of megabytes, so a fraction of a millisecond of latency is noise.
 const IDLE_WAIT_MAX: Duration = Duration::from_micros(200);
 
+/// The longest the progress thread sleeps between probes while it waits for the other ranks
+/// to end the job: they may take seconds (rank 0 writing the results), and a millisecond more
+/// at the end of a job is nothing.
+const FINAL_WAIT_MAX: Duration = Duration::from_millis(2);
+
 /// This process's rank of an MPI job.
 pub struct MpiTransport {
     rank: usize,
@@ -165,15 +170,19 @@ fn progress_loop(to_send: &Receiver<Envelope>, inbox: &Inbox, shutting_down: &At
         }
     }
     // Every rank's sends have completed once all have reached this barrier; keep receiving
-    // meanwhile so that nothing a slower rank sends is left unmatched at MPI_Finalize.
+    // meanwhile so that nothing a slower rank sends is left unmatched at MPI_Finalize. The wait
+    // may be long (rank 0 writes the job's results meanwhile, on the CPUs of the ranks waiting
+    // here), so it backs off to FINAL_WAIT_MAX between probes instead of spinning.
     let mut barrier = world.immediate_barrier();
+    let mut wait = Duration::from_micros(50);
     loop {
         receive_arrived(&world, inbox);
         match barrier.test() {
             Ok(_) => break,
             Err(pending) => barrier = pending,
         }
-        std::thread::sleep(Duration::from_micros(50));
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(FINAL_WAIT_MAX);
     }
 }
 
