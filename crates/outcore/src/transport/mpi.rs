@@ -30,9 +30,13 @@ use mpi::Threading;
 use super::{check_send, exit_code_of, Envelope, Tag, Transport};
 use crate::error::{Error, Result};
 
-/// The longest the progress thread sleeps when there is nothing to do. Messages between
-/// supersteps are files of megabytes, so a fraction of a millisecond of latency is noise.
-const IDLE_WAIT_MAX: Duration = Duration::from_micros(200);
+/// The longest the progress thread sleeps when there is nothing to do: how late it may notice
+/// a message that has arrived. Every superstep waits on a few exchanges (totals through rank 0,
+/// recoded ranks' offers), so this latency adds up per step, while the probing costs little:
+/// on RMAT-22 pr x10 under `mpirun -n 2`, each rank's progress thread used 0.08-0.12 s of CPU
+/// with 200 us and 0.11-0.12 s with 50 us, and the job ran 3 % faster with 50 us (1 ms: 5 %
+/// slower than 200 us).
+const IDLE_WAIT_MAX: Duration = Duration::from_micros(50);
 
 /// The longest the progress thread sleeps between probes while it waits for the other ranks
 /// to end the job: they may take seconds (rank 0 writing the results), and a millisecond more
