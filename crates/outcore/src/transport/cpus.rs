@@ -93,17 +93,15 @@ pub fn cpus_for_results(transport: &dyn Transport) -> Result<Option<Vec<usize>>>
 
 /// A thread pool for rank 0's last stage (formatting and writing the job's results) on the CPUs
 /// of [`cpus_for_results`]; `None` on every other rank and where there is nothing to gain. A
-/// collective: every rank calls it once its share of the job is done.
+/// collective: every rank calls it once its share of the job is done. Only the exchange can
+/// fail: where the system refuses the wider CPUs or the threads, rank 0 writes on its own CPUs.
 pub fn results_pool(transport: &dyn Transport) -> Result<Option<rayon::ThreadPool>> {
     let Some(cpus) = cpus_for_results(transport)? else { return Ok(None) };
     // The pool's threads inherit the CPUs of the thread that starts them.
-    allow_this_thread(&cpus)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cpus.len())
-        .thread_name(|i| format!("results-{i}"))
-        .build()
-        .map_err(|e| Error::invalid(format!("start the threads that write the results: {e}")))?;
-    Ok(Some(pool))
+    if allow_this_thread(&cpus).is_err() {
+        return Ok(None);
+    }
+    Ok(rayon::ThreadPoolBuilder::new().num_threads(cpus.len()).thread_name(|i| format!("results-{i}")).build().ok())
 }
 
 /// (host name, CPUs) of one rank's contribution to [`cpus_for_results`].

@@ -34,8 +34,9 @@ use crate::error::{Error, Result};
 /// a message that has arrived. Every superstep waits on a few exchanges (totals through rank 0,
 /// recoded ranks' offers), so this latency adds up per step, while the probing costs little:
 /// on RMAT-22 pr x10 under `mpirun -n 2`, each rank's progress thread used 0.08-0.12 s of CPU
-/// with 200 us and 0.11-0.12 s with 50 us, and the job ran 3 % faster with 50 us (1 ms: 5 %
-/// slower than 200 us).
+/// with 200 us and 0.11-0.12 s with 50 us. In one comparison of four alternated cold rounds the
+/// job's median was 3 % lower with 50 us and 5 % higher with 1 ms than with 200 us (this
+/// machine's noise is of that order; no worse, at least).
 const IDLE_WAIT_MAX: Duration = Duration::from_micros(50);
 
 /// The longest the progress thread sleeps between probes while it waits for the other ranks
