@@ -439,22 +439,35 @@ fn run_with(
             None => eprintln!("{ranks} ranks; results and figures from rank 0"),
         }
     }
-    match results_pool {
-        Some(pool) => pool.install(|| write_outputs(&args, &runner, &result, &stats, format, writes)),
-        None => write_outputs(&args, &runner, &result, &stats, format, writes),
+    let write = || {
+        let write_here = || write_outputs(&args, &store, &result, &stats, format, writes);
+        match &results_pool {
+            Some(pool) => pool.install(write_here),
+            None => write_here(),
+        }
+    };
+    match runner.transport().filter(|_| ranks > 1) {
+        // The other ranks are done and wait in MPI_Finalize, which waits for every rank and
+        // must run on this (the main) thread: rank 0 finalises while another thread writes.
+        Some(transport) => std::thread::scope(|scope| {
+            let writing = scope.spawn(write);
+            transport.finish();
+            writing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }),
+        None => write(),
     }
 }
 
 /// The results file (or stdout), the summary lines and the figures of a finished run.
 fn write_outputs(
     args: &RunArgs,
-    runner: &Runner,
+    store: &Store,
     result: &outcore::algo::AlgorithmResult,
     stats: &outcore::engine::RunStats,
     format: OutputFormat,
     writes: bool,
 ) -> anyhow::Result<()> {
-    let summary = outcore::report::summarize(result, &runner.store().ids()?)?;
+    let summary = outcore::report::summarize(result, &store.ids()?)?;
     let target = match &args.output {
         Some(path) => OutputTarget::File(path.clone()),
         None => OutputTarget::Stdout,
@@ -462,7 +475,7 @@ fn write_outputs(
     if !writes {
         return Ok(());
     }
-    write_result(runner.store(), result, &target, format)?;
+    write_result(store, result, &target, format)?;
     if !args.quiet {
         eprintln!(
             "{} on {}: {:.2} s, {} iterations, {} read ({} checksum-verified), peak RSS {} (budget {})",

@@ -112,6 +112,13 @@ pub trait Transport: Send + Sync {
     /// `recv` fails from now on; with MPI the job is killed (this call does not return).
     fn abort(&self, error: &Error);
 
+    /// Ends this rank's part in the job's communication once it has nothing more to send or
+    /// receive: with MPI it waits for every rank to do the same and finalises MPI (on the
+    /// thread that initialised it), so rank 0 can do that while other threads write the
+    /// results. Later sends and receives fail; `abort` then ends only this process. Dropping
+    /// the transport does the same; in-process there is nothing to end.
+    fn finish(&self) {}
+
     /// Waits until every rank has called `barrier`.
     fn barrier(&self) -> Result<()> {
         self.all_gather(Vec::new()).map(|_| ())

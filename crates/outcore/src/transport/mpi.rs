@@ -48,12 +48,18 @@ const FINAL_WAIT_MAX: Duration = Duration::from_millis(2);
 pub struct MpiTransport {
     rank: usize,
     ranks: usize,
-    outgoing: Option<Sender<Envelope>>,
     inbox: Arc<Inbox>,
     shutting_down: Arc<AtomicBool>,
-    progress: Option<JoinHandle<()>>,
+    /// Until [`Transport::finish`] (or the drop) has ended the job's communication.
+    live: Mutex<Option<Live>>,
+}
+
+/// What a rank needs while it communicates; taken out whole by `finish`.
+struct Live {
+    outgoing: Sender<Envelope>,
+    progress: JoinHandle<()>,
     /// Finalises MPI when dropped: dropped after the progress thread has ended.
-    universe: Option<mpi::environment::Universe>,
+    universe: mpi::environment::Universe,
 }
 
 #[derive(Default)]
@@ -74,6 +80,10 @@ impl Inbox {
 }
 
 impl MpiTransport {
+    fn lock_live(&self) -> MutexGuard<'_, Option<Live>> {
+        self.live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// True when this process was started by `mpirun`/`mpiexec` (Open MPI or a PMI launcher);
     /// a process started alone runs as a single rank without MPI.
     pub fn launched_by_mpirun() -> bool {
@@ -109,11 +119,9 @@ impl MpiTransport {
         Ok(MpiTransport {
             rank,
             ranks,
-            outgoing: Some(outgoing),
             inbox,
             shutting_down,
-            progress: Some(progress),
-            universe: Some(universe),
+            live: Mutex::new(Some(Live { outgoing, progress, universe })),
         })
     }
 }
@@ -238,11 +246,11 @@ impl Transport for MpiTransport {
         if payload.len() > i32::MAX as usize {
             return Err(Error::invalid(format!("message of {} bytes is above MPI's 2 GiB limit", payload.len())));
         }
-        let outgoing = self.outgoing.as_ref().expect("the transport is live");
+        let ended = || Error::Remote { rank: Some(self.rank), message: "the MPI progress thread has ended".into() };
+        let live = self.lock_live();
+        let outgoing = &live.as_ref().ok_or_else(ended)?.outgoing;
         // `from` carries the destination on the way to the progress thread.
-        outgoing
-            .send(Envelope { from: to, tag, payload })
-            .map_err(|_| Error::Remote { rank: Some(self.rank), message: "the MPI progress thread has ended".into() })
+        outgoing.send(Envelope { from: to, tag, payload }).map_err(|_| ended())
     }
 
     fn recv(&self, tag: Tag) -> Result<Envelope> {
@@ -251,7 +259,7 @@ impl Transport for MpiTransport {
             if let Some(envelope) = queues.get_mut(&tag).and_then(VecDeque::pop_front) {
                 return Ok(envelope);
             }
-            if self.progress.as_ref().map_or(true, |p| p.is_finished()) {
+            if self.lock_live().as_ref().map_or(true, |live| live.progress.is_finished()) {
                 return Err(Error::Remote {
                     rank: Some(self.rank),
                     message: "the MPI progress thread has ended".into(),
@@ -271,8 +279,23 @@ impl Transport for MpiTransport {
     }
 
     fn abort(&self, error: &Error) {
+        if mpi::environment::is_finalized() {
+            // After `finish` the other ranks are done: this process alone ends, with the error.
+            stderr_line(&format!("outcore: rank {} of {}: {error}", self.rank, self.ranks));
+            std::process::exit(exit_code_of(error));
+        }
         stderr_line(&format!("outcore: rank {} of {}: {error}; aborting the MPI job", self.rank, self.ranks));
         SimpleCommunicator::world().abort(exit_code_of(error));
+    }
+
+    /// Waits for every rank at the final barrier and calls `MPI_Finalize`. Must run on the
+    /// thread that initialised MPI (the CLI's main thread).
+    fn finish(&self) {
+        let Some(live) = self.lock_live().take() else { return };
+        self.shutting_down.store(true, Ordering::Release);
+        drop(live.outgoing);
+        let _ = live.progress.join();
+        drop(live.universe);
     }
 }
 
@@ -284,13 +307,9 @@ fn stderr_line(line: &str) {
 }
 
 impl Drop for MpiTransport {
+    /// Ends the job's communication unless `finish` has: dropped on the thread that
+    /// initialised MPI, as `MPI_Finalize` must be.
     fn drop(&mut self) {
-        self.shutting_down.store(true, Ordering::Release);
-        drop(self.outgoing.take());
-        if let Some(progress) = self.progress.take() {
-            let _ = progress.join();
-        }
-        // MPI_Finalize, on the thread that initialised MPI.
-        drop(self.universe.take());
+        self.finish();
     }
 }
