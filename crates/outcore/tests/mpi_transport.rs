@@ -55,6 +55,16 @@ fn a_panicking_rank_ends_the_job() {
 }
 
 #[test]
+fn after_finish_messages_fail_and_an_abort_ends_only_its_rank() {
+    let output = mpirun(2, "worker_finishes_then_rank_zero_fails");
+    let all = text(&output);
+    assert_eq!(output.status.code(), Some(65), "{all}");
+    assert!(all.contains("rank 0 of 2") && all.contains("failed after the job ended"), "{all}");
+    assert!(!all.contains("aborting the MPI job"), "{all}");
+    assert_eq!(all.matches("finished ok").count(), 2, "{all}");
+}
+
+#[test]
 #[ignore = "runs under mpirun, started by messages_and_collectives_over_mpi"]
 fn worker_messages_and_collectives() {
     let t = MpiTransport::init().unwrap();
@@ -112,4 +122,23 @@ fn worker_rank_zero_panics() {
         panic!("deliberate panic");
     }
     t.barrier().unwrap();
+}
+
+#[test]
+#[ignore = "runs under mpirun, started by after_finish_messages_fail_and_an_abort_ends_only_its_rank"]
+fn worker_finishes_then_rank_zero_fails() {
+    let t = MpiTransport::init().unwrap();
+    let (rank, ranks) = (t.rank(), t.ranks());
+    t.send((rank + 1) % ranks, 4, vec![rank as u8]).unwrap();
+    assert_eq!(t.recv(4).unwrap().from, (rank + ranks - 1) % ranks);
+    // Waits for every rank, then finalises MPI; a second call does nothing.
+    t.finish();
+    t.finish();
+    assert!(matches!(t.send((rank + 1) % ranks, 4, vec![1]), Err(Error::Remote { .. })));
+    assert!(matches!(t.recv(4), Err(Error::Remote { .. })));
+    println!("rank {rank} finished ok");
+    if rank == 0 {
+        // The others are gone: this rank alone exits, with the error's code.
+        t.abort(&Error::input("out.txt", None, "failed after the job ended"));
+    }
 }
