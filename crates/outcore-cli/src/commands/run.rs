@@ -421,11 +421,13 @@ fn run_with(
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
     let stats = runner.finish(&args.algorithm);
     let (rank, ranks) = runner.rank();
-    // Rank 0 holds every value and writes the results and figures of the whole job, on the CPUs
-    // of every rank of its machine (the others are done).
-    let results_pool = match runner.transport() {
-        Some(transport) if ranks > 1 => outcore::transport::cpus::results_pool(transport.as_ref())?,
-        _ => None,
+    // The transport of a job of several ranks (pregel under `mpirun -n W`, W > 1). Rank 0 holds
+    // every value and writes the results and figures of the whole job, on the CPUs of every rank
+    // of its machine (the others are done).
+    let job = runner.transport().filter(|_| ranks > 1);
+    let results_pool = match job {
+        Some(transport) => outcore::transport::cpus::results_pool(transport.as_ref())?,
+        None => None,
     };
     if rank != 0 {
         return Ok(());
@@ -446,7 +448,7 @@ fn run_with(
             None => write_here(),
         }
     };
-    match runner.transport().filter(|_| ranks > 1) {
+    match job {
         // The other ranks are done and wait in MPI_Finalize, which waits for every rank and
         // must run on this (the main) thread: rank 0 finalises while another thread writes.
         Some(transport) => std::thread::scope(|scope| {
