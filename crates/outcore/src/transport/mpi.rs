@@ -40,8 +40,9 @@ use crate::error::{Error, Result};
 const IDLE_WAIT_MAX: Duration = Duration::from_micros(50);
 
 /// The longest the progress thread sleeps between probes while it waits for the other ranks
-/// to end the job: they may take seconds (rank 0 writing the results), and a millisecond more
-/// at the end of a job is nothing.
+/// to end the job: a slower rank may take seconds to get there (the CLI's rank 0 finishes
+/// before it writes the results, but other callers may not), and a millisecond more at the end
+/// of a job is nothing.
 const FINAL_WAIT_MAX: Duration = Duration::from_millis(2);
 
 /// This process's rank of an MPI job.
@@ -184,8 +185,8 @@ fn progress_loop(to_send: &Receiver<Envelope>, inbox: &Inbox, shutting_down: &At
     }
     // Every rank's sends have completed once all have reached this barrier; keep receiving
     // meanwhile so that nothing a slower rank sends is left unmatched at MPI_Finalize. The wait
-    // may be long (rank 0 writes the job's results meanwhile, on the CPUs of the ranks waiting
-    // here), so it backs off to FINAL_WAIT_MAX between probes instead of spinning.
+    // may be long (a slower rank is still computing), so it backs off to FINAL_WAIT_MAX between
+    // probes instead of spinning.
     let mut barrier = world.immediate_barrier();
     let mut wait = Duration::from_micros(50);
     loop {
