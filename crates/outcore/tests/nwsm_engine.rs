@@ -217,6 +217,11 @@ fn clear_errors_for_budgets_too_small_and_programs_it_does_not_run() {
     let store = build(dir.path(), &g);
     let err = tc::run(&nwsm(&store, 4 << 10, 512, 1), &tc::Config).unwrap_err();
     assert!(matches!(err, Error::MemoryBudget(_)), "{err}");
+    // The per-vertex columns alone exceed 4 KiB: the error says so, not "0 B is left".
+    assert!(
+        err.to_string().contains("bytes per vertex whole") && err.to_string().contains("for 1024 vertices"),
+        "{err}"
+    );
     let err = outcore::algo::run_algorithm(
         &nwsm(&store, 1 << 20, 512, 1),
         "bfs",
@@ -438,6 +443,41 @@ fn cdlp_and_kcore_as_one_level_queries_equal_the_pregel_form_and_peeling() {
             );
             assert_same(&run(&auto, algorithm, &params()), &run(&pregel(&store), algorithm, &params()), algorithm);
         }
+    }
+}
+
+/// Where the budget does not hold a copy of the query's column in BBP order (8 B a vertex),
+/// one-level queries read the query's own column through the store ids: the smallest budget
+/// kcore runs in (found by bisection) keeps no copy, an ample one keeps the copy, and both give
+/// the core numbers of peeling, for 1 and 2 ranks.
+#[test]
+fn one_level_queries_read_the_column_through_store_ids_where_no_copy_fits() {
+    let g = simple(erdos_renyi(1000, 5000, 5, true, false));
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), &g);
+    let cores = reference_cores(&g);
+    for ranks in [1, 2] {
+        let kcore = |memory: u64| {
+            let runner = nwsm(&store, memory, 512, ranks);
+            let result = outcore::algo::run_algorithm(&runner, "kcore", &params());
+            result.map(|got| (got, nwsm_figures(&runner).column_copy_bytes))
+        };
+        let (mut fails, mut runs) = (8u64 << 10, 1u64 << 20);
+        assert!(matches!(kcore(fails), Err(Error::MemoryBudget(_))), "8 KiB must be too small");
+        let (got, copied) = kcore(runs).unwrap();
+        assert!(matches!(&got.columns[0].1, ValueColumn::Count(c) if *c == cores), "ranks {ranks}: 1 MiB");
+        assert_eq!(copied, 8 * g.n, "ranks {ranks}: 1 MiB holds the copy");
+        while runs - fails > 64 {
+            let mid = (fails + runs) / 2;
+            match kcore(mid) {
+                Ok(_) => runs = mid,
+                Err(Error::MemoryBudget(_)) => fails = mid,
+                Err(e) => panic!("ranks {ranks}, {mid} bytes: {e}"),
+            }
+        }
+        let (got, copied) = kcore(runs).unwrap();
+        assert!(matches!(&got.columns[0].1, ValueColumn::Count(c) if *c == cores), "ranks {ranks}: {runs} bytes");
+        assert_eq!(copied, 0, "ranks {ranks}: the smallest budget, {runs} bytes, kept a copy");
     }
 }
 

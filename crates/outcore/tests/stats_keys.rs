@@ -233,6 +233,7 @@ const NWSM_QUERY: &[&str] = &[
     "max_page_reply_bytes:int",
     "max_update_bytes_in_flight:int",
     "memory_charged_bytes:int",
+    "column_copy_bytes:int",
     "memory_plan:object",
     "memory_plan.apply_chunk_vertices:int",
     "memory_plan.frames:int",

@@ -349,6 +349,9 @@ pub struct NwsmQuery {
     pub update_credit_waits: u64,
     /// Bytes the plan charged: resident part plus every rank's share.
     pub memory_charged_bytes: u64,
+    /// Bytes of the one-level query's column copied into BBP order; 0 when the query has none,
+    /// or the budget held no copy and neighbours' entries were read through their store ids.
+    pub column_copy_bytes: u64,
     /// The gather counters, summed over the ranks, as keys of the query.
     #[serde(flatten)]
     pub gather: GatherStats,

@@ -13,7 +13,8 @@
 //! buffering), the local gather buffers (2·|VA|/(pq) per level, 16 B per update held), the
 //! vertex-of-interest bitmap and the spill write buffers come next; what remains is the
 //! adjacency windows, 40 % for level 1 and 60 % for level 2 (§4.2 gives most memory to the
-//! windows; level 2 here holds the lists of marked vertices, so it gets the larger share). Each
+//! windows; level 2 here holds the lists of marked vertices, so it gets the larger share), or
+//! all of it for level 1 in a one-level query. Each
 //! run reports the largest update bytes in flight and page reply seen, to be checked against
 //! the plan.
 
@@ -85,7 +86,17 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
     // Two-level queries keep a list-mark table of 1 B per vertex per thread (`ListMarks`).
     let store_id_bytes = if k == 1 { 4 } else { 0 };
     let mark_bytes = if k >= 2 { rayon::current_num_threads() as u64 } else { 0 };
-    let resident_bytes = n * (partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes + mark_bytes);
+    let per_vertex = partition::RESIDENT_BYTES_PER_VERTEX + store_id_bytes + mark_bytes;
+    let resident_bytes = n * per_vertex;
+    if resident_bytes >= budget {
+        return Err(Error::MemoryBudget(format!(
+            "the nwsm engine keeps {per_vertex} bytes per vertex whole (degree, output{}): {} for {n} vertices, \
+             out of the {} left to it, with nothing left for its pages and windows",
+            if k == 1 { ", store id" } else { ", list marks" },
+            format_size(resident_bytes),
+            format_size(budget)
+        )));
+    }
     let per_rank = budget.saturating_sub(resident_bytes) / p as u64;
     let frames_bytes = (per_rank / 8).max(4 * page_size);
     // A quarter of the page memory reads the next level-1 window ahead (none below 5 pages).
@@ -129,14 +140,17 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
             format_size(budget)
         )));
     }
+    // A one-level query has no level 2: its level-1 windows take all (a hub's whole list must
+    // fit one).
+    let window1_bytes = if k == 1 { windows } else { windows * 2 / 5 };
     Ok(MemoryPlan {
         q,
         resident_bytes,
         per_rank_bytes: per_rank,
         frames,
         prefetch_pages,
-        window1_bytes: windows * 2 / 5,
-        window2_bytes: windows * 3 / 5,
+        window1_bytes,
+        window2_bytes: windows - window1_bytes,
         local_gather_records,
         global_gather_bytes,
         voi_bytes,
@@ -167,8 +181,39 @@ pub struct RunSizing {
 
 impl RunSizing {
     /// The sizing of a `k`-level query over `layout` (its q and pages), `local_ranks` of the
-    /// `p` ranks in this process, keeping `column_bytes` of the query's column.
+    /// `p` ranks in this process, keeping a copy of the query's column (`column_bytes`) when
+    /// the budget holds one beside the plan, else none: the run then reads the query's own
+    /// column through the store ids (`column_bytes` is 0 in the sizing).
     pub fn new(
+        n: u64,
+        ranks: (usize, usize),
+        k: usize,
+        page_size: u64,
+        budget: u64,
+        layout: BbpFacts,
+        column_bytes: u64,
+    ) -> Result<RunSizing> {
+        let with_copy = RunSizing::keeping(n, ranks, k, page_size, budget, layout, column_bytes);
+        match with_copy {
+            Err(_) if column_bytes > 0 => RunSizing::keeping(n, ranks, k, page_size, budget, layout, 0),
+            sized => sized,
+        }
+    }
+
+    /// The plan a run wants before it has a layout (the q it builds for): with the column's
+    /// copy if that fits, else without, as [`RunSizing::new`] chooses.
+    pub fn wanted(n: u64, p: usize, k: usize, page_size: u64, budget: u64, column_bytes: u64) -> Result<MemoryPlan> {
+        plan_memory(n, p, k, page_size, budget.saturating_sub(column_bytes), 1).or_else(|e| {
+            if column_bytes > 0 {
+                plan_memory(n, p, k, page_size, budget, 1)
+            } else {
+                Err(e)
+            }
+        })
+    }
+
+    /// The sizing keeping exactly `column_bytes` of column copy.
+    fn keeping(
         n: u64,
         (p, local_ranks): (usize, usize),
         k: usize,

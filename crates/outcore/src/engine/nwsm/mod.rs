@@ -175,11 +175,41 @@ struct RunContext<'a, Q: NeighborhoodQuery> {
     output: &'a [AtomicU64],
     /// Store id of every BBP id, for one-level queries ([`NeighborhoodView::store_id`]).
     store_ids: Option<Vec<u32>>,
-    /// The query's column in BBP order, for one-level queries that have one
-    /// ([`NeighborhoodView::column`]).
+    /// The query's column in BBP order, for one-level queries that have one, when the budget
+    /// holds the copy ([`RunContext::column`]).
     column: Option<Vec<u64>>,
     /// Two-level queries: one list-mark table per rayon thread (see `scatter::scatter_tasks`).
     list_marks: Vec<Mutex<Vec<u8>>>,
+}
+
+impl<Q: NeighborhoodQuery> RunContext<'_, Q> {
+    /// How views read the query's column by BBP id: the copy in BBP order, or without one the
+    /// query's own column through the store ids (one-level queries only).
+    fn column(&self) -> Option<ColumnRead<'_>> {
+        match (&self.column, &self.store_ids, self.query.column()) {
+            (Some(copy), _, _) => Some(ColumnRead::Bbp(copy)),
+            (None, Some(ids), Some(column)) => Some(ColumnRead::ByStoreId(column, ids)),
+            _ => None,
+        }
+    }
+}
+
+/// A one-level query's column as views read it by BBP id.
+#[derive(Clone, Copy)]
+enum ColumnRead<'a> {
+    /// The run's copy in BBP order: neighbours' entries lie together as their lists do.
+    Bbp(&'a [u64]),
+    /// The query's column in store order, through the store id of each BBP id.
+    ByStoreId(&'a [u64], &'a [u32]),
+}
+
+impl ColumnRead<'_> {
+    fn entry(column: Option<Self>, v: VertexId) -> u64 {
+        match column.expect("the query has a column (NeighborhoodQuery::column) and one level") {
+            ColumnRead::Bbp(copy) => copy[v as usize],
+            ColumnRead::ByStoreId(column, ids) => column[ids[v as usize] as usize],
+        }
+    }
 }
 
 /// What one rank hands back: figures (its outputs are in the shared output column).
@@ -214,7 +244,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let budget = runner.memory();
     let existing_q = BbpLayout::find(store, p, 1, options.page_size).map(|l| l.q);
     let column_bytes = if k == 1 && query.column().is_some() { 8 * n } else { 0 };
-    let wanted = plan_memory(n, p, k, options.page_size, budget.bytes().saturating_sub(column_bytes), 1)?;
+    let wanted = RunSizing::wanted(n, p, k, options.page_size, budget.bytes(), column_bytes)?;
     let io_before = runner.io_snapshot();
     let ensure = || {
         let (progress, cancel) = (runner.progress(), runner.cancel_token());
@@ -259,7 +289,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
     let sizing =
         RunSizing::new(n, (p, local_ranks), k, options.page_size, budget.bytes(), layout.facts(), column_bytes)?;
     let _charges = runner.ledger().charge_parts(&sizing.parts())?;
-    let plan = sizing.plan;
+    let (plan, column_bytes) = (sizing.plan, sizing.column_bytes);
     let partition_io = runner.io_snapshot().since(&io_before);
 
     let dir = &layout.name;
@@ -351,6 +381,7 @@ pub fn run_query<Q: NeighborhoodQuery>(runner: &Runner, query: &Q) -> Result<Que
         max_page_reply_bytes: stats.max_page_reply_bytes,
         update_credit_waits: stats.update_credit_waits,
         memory_charged_bytes: plan.resident_bytes + p as u64 * plan.charged_per_rank(layout.page_size, k),
+        column_copy_bytes: column_bytes,
         gather,
         prefetched_pages: stats.prefetched_pages,
         busy_prefetch_read_seconds: stats.prefetch_time.as_secs_f64(),

@@ -1,12 +1,12 @@
 //! The nwsm engine's answer to the planner ([`crate::engine::planner::Engine`]): neighborhood
-//! queries only, in a fixed budget ([`plan_memory`]), over the bbp layout it builds on first
+//! queries only, in a fixed budget ([`super::plan_memory`]), over the bbp layout it builds on first
 //! use; a k-level query reads the adjacency once for its level-1 windows and again for each
 //! level-1 window, for the level-2 lists of the vertices it marks (TurboGraph++ §4): on R-MAT
 //! those lists lie on nearly every page, so the windows a budget allows set the bytes read.
 
 use super::partition::partition_memory;
 use super::window::{ENTRY_BYTES, VERTEX_BYTES};
-use super::{plan_memory, BbpFacts, MemoryPlan, NwsmOptions, RunSizing};
+use super::{BbpFacts, MemoryPlan, NwsmOptions, RunSizing};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
 
@@ -95,7 +95,7 @@ fn sizing(
     budget: u64,
     column: u64,
 ) -> crate::Result<RunSizing> {
-    let wanted = plan_memory(graph.vertices, ranks.0, k, page_size, budget.saturating_sub(column), 1)?;
+    let wanted = RunSizing::wanted(graph.vertices, ranks.0, k, page_size, budget, column)?;
     let unbuilt = BbpFacts { p: ranks.0, q: wanted.q, page_size, pages: 0 };
     let layout = BbpFacts::find(&graph.bbp_layouts, ranks.0, wanted.q, page_size).unwrap_or(unbuilt);
     RunSizing::new(graph.vertices, ranks, k, page_size, budget, layout, column)

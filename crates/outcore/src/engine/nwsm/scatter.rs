@@ -9,11 +9,10 @@ use rayon::prelude::*;
 use super::exchange::{NetworkCounters, RankSink};
 use super::gather::LocalGather;
 use super::pages::{read_record, slots, BufferManager};
-use super::query::column_entry;
 use super::window::{materialize, pages_of, take_window, AdjWindow, PageSource, Prefetched};
 use super::{
-    tail_after, AdjacencyMode, CommonNeighbors, Emitter, Nbr, NeighborhoodQuery, NeighborhoodView, RankStats,
-    RunContext, TAG_PAGE_REPLY, TAG_PAGE_REQUEST,
+    tail_after, AdjacencyMode, ColumnRead, CommonNeighbors, Emitter, Nbr, NeighborhoodQuery, NeighborhoodView,
+    RankStats, RunContext, TAG_PAGE_REPLY, TAG_PAGE_REQUEST,
 };
 use crate::engine::stream::IndexedBitmap;
 use crate::error::{Error, Result};
@@ -116,8 +115,7 @@ fn compute_window<Q: NeighborhoodQuery>(
     let query = *query;
     let t = Instant::now();
     let threads = rayon::current_num_threads().max(1);
-    let view =
-        WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref(), column: ctx.column.as_deref(), level2: None };
+    let view = WindowView { w1, w2: None, store_ids: ctx.store_ids.as_deref(), column: ctx.column(), level2: None };
     if voi.is_none() {
         // A one-level query: nothing to mark, so level 1 runs on all threads.
         stats.aggregate += scatter_tasks(ctx, sink, 1, w1, view, threads)?;
@@ -261,7 +259,7 @@ fn scatter_partial<Q: NeighborhoodQuery>(
         for slot in slots(buffers.page(frame)) {
             record.resize(slot.len as usize, Nbr(0));
             read_record(buffers.page(frame), &slot, &mut record);
-            let view = PartialView { store_ids: ctx.store_ids.as_deref(), column: ctx.column.as_deref() };
+            let view = PartialView { store_ids: ctx.store_ids.as_deref(), column: ctx.column() };
             query.adj_scatter(1, &view, &mut emitter, slot.source as VertexId, &record);
             stats.adjacency_entries_loaded += slot.len as u64;
         }
@@ -278,7 +276,7 @@ fn scatter_partial<Q: NeighborhoodQuery>(
 
 struct PartialView<'a> {
     store_ids: Option<&'a [u32]>,
-    column: Option<&'a [u64]>,
+    column: Option<ColumnRead<'a>>,
 }
 
 /// The store id of `v` from the one-level query's column.
@@ -291,7 +289,7 @@ impl NeighborhoodView for PartialView<'_> {
         store_id_of(self.store_ids, v)
     }
     fn column(&self, v: VertexId) -> u64 {
-        column_entry(self.column, v)
+        ColumnRead::entry(self.column, v)
     }
     fn adjacency(&self, _: VertexId) -> &[Nbr] {
         panic!("adjacency lists are not available in partial-list mode")
@@ -307,8 +305,8 @@ struct WindowView<'a> {
     w1: &'a AdjWindow,
     w2: Option<&'a AdjWindow>,
     store_ids: Option<&'a [u32]>,
-    /// The query's column in BBP order (one-level queries with a column).
-    column: Option<&'a [u64]>,
+    /// The query's column by BBP id (one-level queries with a column).
+    column: Option<ColumnRead<'a>>,
     /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
     /// a neighbour), so that intersecting a parent's list with it is one lookup per entry.
     level2: Option<(VertexId, &'a [u8])>,
@@ -319,7 +317,7 @@ impl NeighborhoodView for WindowView<'_> {
         store_id_of(self.store_ids, v)
     }
     fn column(&self, v: VertexId) -> u64 {
-        column_entry(self.column, v)
+        ColumnRead::entry(self.column, v)
     }
     fn adjacency(&self, v: VertexId) -> &[Nbr] {
         self.w2
