@@ -160,8 +160,11 @@ impl BufferManager {
                 Some(first)
             })
             .collect();
-        let total = pages_per_file.iter().sum();
-        let cache = PageCache::new(page_size as usize, frames.max(1), total)?;
+        let total: u64 = pages_per_file.iter().sum();
+        // No more frames than pages: a large budget's frames would all be allocated and zeroed
+        // for every query (on RMAT-18 at 8 GiB, 1 GiB of frames per round for a 40 MiB layout).
+        let frames = frames.clamp(1, total.max(1) as usize);
+        let cache = PageCache::new(page_size as usize, frames, total)?;
         Ok(BufferManager { cache, first_page, bytes_read: 0, read_time: Duration::ZERO })
     }
 
@@ -247,5 +250,14 @@ mod tests {
         let mut out = vec![Nbr(0); s[0].len as usize];
         read_record(page, &s[0], &mut out);
         assert_eq!(out, list[..taken]);
+    }
+
+    #[test]
+    fn a_buffer_manager_has_no_more_frames_than_pages() {
+        let huge_budget_frames = 1 << 20;
+        let buffers = BufferManager::new(4096, huge_budget_frames, &[3, 4]).unwrap();
+        assert_eq!(buffers.cache.frames(), 7);
+        assert_eq!(BufferManager::new(4096, 2, &[3, 4]).unwrap().cache.frames(), 2);
+        assert_eq!(BufferManager::new(4096, 0, &[0]).unwrap().cache.frames(), 1);
     }
 }
