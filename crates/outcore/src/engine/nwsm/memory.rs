@@ -186,35 +186,6 @@ impl RunSizing {
     /// column through the store ids (`column_bytes` is 0 in the sizing).
     pub fn new(
         n: u64,
-        ranks: (usize, usize),
-        k: usize,
-        page_size: u64,
-        budget: u64,
-        layout: BbpFacts,
-        column_bytes: u64,
-    ) -> Result<RunSizing> {
-        let with_copy = RunSizing::keeping(n, ranks, k, page_size, budget, layout, column_bytes);
-        match with_copy {
-            Err(_) if column_bytes > 0 => RunSizing::keeping(n, ranks, k, page_size, budget, layout, 0),
-            sized => sized,
-        }
-    }
-
-    /// The plan a run wants before it has a layout (the q it builds for): with the column's
-    /// copy if that fits, else without, as [`RunSizing::new`] chooses.
-    pub fn wanted(n: u64, p: usize, k: usize, page_size: u64, budget: u64, column_bytes: u64) -> Result<MemoryPlan> {
-        plan_memory(n, p, k, page_size, budget.saturating_sub(column_bytes), 1).or_else(|e| {
-            if column_bytes > 0 {
-                plan_memory(n, p, k, page_size, budget, 1)
-            } else {
-                Err(e)
-            }
-        })
-    }
-
-    /// The sizing keeping exactly `column_bytes` of column copy.
-    fn keeping(
-        n: u64,
         (p, local_ranks): (usize, usize),
         k: usize,
         page_size: u64,
@@ -223,9 +194,19 @@ impl RunSizing {
         column_bytes: u64,
     ) -> Result<RunSizing> {
         let (index_bytes, q) = (layout.pages * 12, layout.q);
-        let plan = plan_memory(n, p, k, page_size, budget.saturating_sub(index_bytes + column_bytes), q)?;
-        let ranks_bytes = plan.charged_per_rank(page_size, k) * local_ranks as u64;
-        Ok(RunSizing { plan, index_bytes, ranks_bytes, column_bytes })
+        with_copy_or_without(column_bytes, |column_bytes| {
+            let plan = plan_memory(n, p, k, page_size, budget.saturating_sub(index_bytes + column_bytes), q)?;
+            let ranks_bytes = plan.charged_per_rank(page_size, k) * local_ranks as u64;
+            Ok(RunSizing { plan, index_bytes, ranks_bytes, column_bytes })
+        })
+    }
+
+    /// The plan a run wants before it has a layout (the q it builds for): with the column's
+    /// copy if that fits, else without, as [`RunSizing::new`] chooses.
+    pub fn wanted(n: u64, p: usize, k: usize, page_size: u64, budget: u64, column_bytes: u64) -> Result<MemoryPlan> {
+        with_copy_or_without(column_bytes, |column_bytes| {
+            plan_memory(n, p, k, page_size, budget.saturating_sub(column_bytes), 1)
+        })
     }
 
     pub fn parts(&self) -> [MemoryPart; 4] {
@@ -236,6 +217,11 @@ impl RunSizing {
             MemoryPart::new("ranks' pages, windows, gathers", self.ranks_bytes),
         ]
     }
+}
+
+/// `size` with `column_bytes` of column copy, or, if that does not fit, with none.
+fn with_copy_or_without<T>(column_bytes: u64, size: impl Fn(u64) -> Result<T>) -> Result<T> {
+    size(column_bytes).or_else(|e| if column_bytes > 0 { size(0) } else { Err(e) })
 }
 
 #[cfg(test)]

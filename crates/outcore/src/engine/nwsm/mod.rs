@@ -187,7 +187,7 @@ impl<Q: NeighborhoodQuery> RunContext<'_, Q> {
     /// query's own column through the store ids (one-level queries only).
     fn column(&self) -> Option<ColumnRead<'_>> {
         match (&self.column, &self.store_ids, self.query.column()) {
-            (Some(copy), _, _) => Some(ColumnRead::Bbp(copy)),
+            (Some(copy), _, _) => Some(ColumnRead::Direct(copy)),
             (None, Some(ids), Some(column)) => Some(ColumnRead::ByStoreId(column, ids)),
             _ => None,
         }
@@ -196,17 +196,18 @@ impl<Q: NeighborhoodQuery> RunContext<'_, Q> {
 
 /// A one-level query's column as views read it by BBP id.
 #[derive(Clone, Copy)]
-enum ColumnRead<'a> {
-    /// The run's copy in BBP order: neighbours' entries lie together as their lists do.
-    Bbp(&'a [u64]),
+pub(super) enum ColumnRead<'a> {
+    /// The column in engine-id order: the run's copy in BBP order (neighbours' entries lie
+    /// together as their lists do), or the query's own where ids are store ids.
+    Direct(&'a [u64]),
     /// The query's column in store order, through the store id of each BBP id.
     ByStoreId(&'a [u64], &'a [u32]),
 }
 
 impl ColumnRead<'_> {
-    fn entry(column: Option<Self>, v: VertexId) -> u64 {
+    pub(super) fn entry(column: Option<Self>, v: VertexId) -> u64 {
         match column.expect("the query has a column (NeighborhoodQuery::column) and one level") {
-            ColumnRead::Bbp(copy) => copy[v as usize],
+            ColumnRead::Direct(column) => column[v as usize],
             ColumnRead::ByStoreId(column, ids) => column[ids[v as usize] as usize],
         }
     }

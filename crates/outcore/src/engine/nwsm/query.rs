@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 
+use super::ColumnRead;
 use crate::error::{Error, Result};
 use crate::store::{InMemoryCsr, Store};
 use crate::VertexId;
@@ -410,11 +411,6 @@ fn push_merged(list: &mut Vec<Nbr>, entry: Nbr) {
     }
 }
 
-/// Entry `v` of a view's copy of the query's column.
-pub(super) fn column_entry(column: Option<&[u64]>, v: VertexId) -> u64 {
-    column.expect("the query has a column (NeighborhoodQuery::column) and one level")[v as usize]
-}
-
 /// Checks that the store's ids fit [`Nbr`] entries.
 pub fn check_vertex_count(store: &Store) -> Result<()> {
     if store.num_vertices() >= Nbr::MAX_VERTICES {
@@ -450,7 +446,7 @@ pub fn run_in_memory<Q: NeighborhoodQuery>(
     let lists = FlatLists::full(out_csr, in_csr);
     let n = lists.len();
     if query.levels() < 2 {
-        let column = query.column();
+        let column = query.column().map(ColumnRead::Direct);
         let mut state = OracleState::new(n, query);
         for u in 0..n as u64 {
             let view = OracleView { lists: &lists, window: Window::One(u), store_ids: None, column, level2: None };
@@ -612,7 +608,7 @@ struct OracleView<'a> {
     /// Store id of each engine id, when ids were relabelled.
     store_ids: Option<&'a [VertexId]>,
     /// The query's column, in engine order (one-level queries: store order).
-    column: Option<&'a [u64]>,
+    column: Option<ColumnRead<'a>>,
     /// At level 2: the vertex being scattered and its list marked by id (direction bits; 0 = not
     /// a neighbour), so that intersecting another list with it is one lookup per entry.
     level2: Option<(VertexId, &'a [u8])>,
@@ -633,7 +629,7 @@ impl NeighborhoodView for OracleView<'_> {
         self.store_ids.map_or(v, |ids| ids[v as usize])
     }
     fn column(&self, v: VertexId) -> u64 {
-        column_entry(self.column, v)
+        ColumnRead::entry(self.column, v)
     }
     fn common_neighbors_after(&self, u: VertexId, v: VertexId, after: VertexId) -> CommonNeighbors<'_> {
         let (a, b) = (self.lists.list(u), self.lists.list(v));
