@@ -199,7 +199,9 @@ impl MemoryPlan {
             _ => (cache as f64 * options.static_cache_share) as u64,
         };
         static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
-        let frames = ((cache - static_cache) / frame_bytes) as usize;
+        // No more frames than the files have pages: more would be allocated (and zeroed) for
+        // nothing, a budget's worth at large budgets.
+        let frames = ((cache - static_cache) / frame_bytes).min(total_pages.max(MIN_FRAMES)) as usize;
         Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames, frame_bytes })
     }
 
@@ -239,6 +241,20 @@ impl MemoryPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_cache_has_no_more_frames_than_the_files_have_pages() {
+        let reservation = Reservation { state_per_vertex: 8, in_offsets: false };
+        let options = CacheOptions { selection: SelectionMethod::None, ..CacheOptions::default() };
+        let frame = MemoryPlan::frame_bytes(&options);
+        let plan = |pages: u64, budget: u64| MemoryPlan::new(1000, pages, budget, &reservation, &options).unwrap();
+        let fixed = MemoryPlan::fixed(1000, 100, &reservation);
+        assert_eq!(plan(100, 1 << 30).frames, 100);
+        assert_eq!(plan(100, fixed + 20 * frame).frames, 20);
+        assert_eq!(plan(3, 1 << 30).frames as u64, MIN_FRAMES);
+        let parts: u64 = plan(100, 1 << 30).cache_parts().iter().map(|part| part.bytes).sum();
+        assert_eq!(parts, 8 * 1000 + 100 * frame);
+    }
 
     #[test]
     fn a_rebuilt_reservation_covers_the_old_and_the_new_program() {

@@ -18,6 +18,7 @@
 //! So a BFS read 1.78× the targets, and ten PageRank iterations 7.4× (stream: 1.15×).
 
 use super::memory::Reservation;
+use super::static_cache::StaticCache;
 use super::{gvs_holds_lists, selection_names, CacheOptions, MemoryPlan, SelectionMethod};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
 use crate::engine::EngineKind;
@@ -106,8 +107,13 @@ impl Reads {
         let static_cache =
             if options.selection == SelectionMethod::None { 0.0 } else { (memory.static_cache as f64).min(out) };
         let uncached = if out > 0.0 { 1.0 - static_cache / out } else { 0.0 };
-        let out_pass =
-            if static_cache > 0.0 { out * (SHORT_LIST_PAGES + (1.0 - SHORT_LIST_PAGES) * uncached) } else { out };
+        let out_pass = if static_cache > 0.0 && holds_every_list(graph, memory) {
+            0.0
+        } else if static_cache > 0.0 {
+            out * (SHORT_LIST_PAGES + (1.0 - SHORT_LIST_PAGES) * uncached)
+        } else {
+            out
+        };
         let per_pass = out_pass + inn;
         let kept = (memory.frames as f64 * options.page_size as f64).min(per_pass);
         Reads { static_cache, per_pass, kept }
@@ -118,6 +124,13 @@ impl Reads {
     fn run(&self, passes: f64) -> f64 {
         self.per_pass * passes.min(1.0) + (self.per_pass - self.kept) * (passes - 1.0).max(0.0)
     }
+}
+
+/// Whether the static cache's budget holds every out-list: the selection takes them all and
+/// a pass reads no out-list page (the lists of vertices without in-arcs are not requested).
+fn holds_every_list(graph: &PlanGraph, memory: &MemoryPlan) -> bool {
+    let edge_bytes = target_bytes_for(graph.vertices) + if graph.weighted { 8 } else { 0 };
+    memory.static_cache >= StaticCache::bytes_for(graph.vertices, graph.vertices, graph.arcs, edge_bytes)
 }
 
 /// What selecting the static cache costs when no selection for this budget is saved.
@@ -150,10 +163,11 @@ impl Selection {
         let targets_file = graph.file_bytes.get("csr-out/targets").copied().unwrap_or(0);
         let pages = targets_file.div_ceil(options.page_size.max(1));
         let holds = gvs_holds_lists(graph.vertices, pages, graph.arcs * target_bytes, memory);
-        let rounds = options.gvs_rounds.max(1) as f64;
+        // With room for every list there are no rounds (selection.rs, `every_requestable_list`).
+        let rounds = if holds_every_list(graph, memory) { 0.0 } else { options.gvs_rounds.max(1) as f64 };
         Selection {
             bytes: targets_file as f64 * if holds { 1.0 } else { rounds },
-            visits: graph.arcs as f64 * rounds * SELECTION_RATE,
+            visits: graph.arcs as f64 * rounds * SELECTION_RATE + graph.vertices as f64,
             fills_static_cache: holds,
             builds,
         }
