@@ -10,12 +10,13 @@ mod cache_support;
 use std::collections::BTreeMap;
 
 use cache_support::{build, erdos_renyi, rmat, simple, Graph};
-use outcore::algo::{run_algorithm, AlgorithmParams};
+use outcore::algo::{cdlp, run_algorithm, wcc, AlgorithmParams};
 use outcore::engine::cache::{budget_for_cache_bytes, CacheOptions, SelectionMethod, ASSUMED_STATE_BYTES_PER_VERTEX};
 use outcore::engine::nwsm::NwsmOptions;
 use outcore::engine::shards::{DynamicPolicy, ShardValues, ShardsOptions};
 use outcore::engine::{EngineKind, RunOptions, RunStats, Runner};
-use outcore::runtime::{MemoryBudget, MemoryPart};
+use outcore::runtime::{MemoryBudget, MemoryPart, NoProgress};
+use outcore::store::order::{reorder, VertexOrder};
 use outcore::store::Store;
 
 struct TestGraph {
@@ -241,6 +242,41 @@ fn nwsm_rounds_charge_the_algorithms_state() {
         }
         let q = stats.figures.nwsm.as_ref().unwrap().q;
         assert!(q > 1, "{what}: {q} range");
+    }
+}
+
+/// On a reordered store labels are original-id ranks. The rounds of cdlp and wcc start from
+/// the ranks as their labels and keep no second copy: their state is 8 bytes a vertex, as on a
+/// store in original order, and their labels are inmem's on the store in original order.
+#[test]
+fn rounds_on_a_reordered_store_keep_the_ranks_as_their_labels() {
+    let g = simple(erdos_renyi(1500, 6000, 7, true, false));
+    let plain = store_of(&g);
+    let dir = tempfile::tempdir().unwrap();
+    let shuffled = build(&dir.path().join("shuffled"), &g);
+    let shuffled =
+        reorder(&shuffled, VertexOrder::Random { seed: 3 }, MemoryBudget::new(64 << 20), &NoProgress).unwrap();
+    let nwsm = RunOptions { nwsm: NwsmOptions { page_size: 512, ranks: 2 }, ..options(EngineKind::Nwsm, 112 << 10) };
+    for algorithm in ["cdlp", "wcc"] {
+        // Labels in original ids: vertex ids[v] is labelled ids[label[v]].
+        let labels = |store: &Store, options: RunOptions| {
+            let runner = Runner::new(store, options);
+            let label = match algorithm {
+                "cdlp" => cdlp::run(&runner, &cdlp::Config::default()).unwrap().label,
+                _ => wcc::run(&runner, &wcc::Config { method: wcc::Method::Propagation }).unwrap().component,
+            };
+            let ids = store.ids().unwrap().all_u64().unwrap();
+            let original: BTreeMap<u64, u64> =
+                label.iter().enumerate().map(|(v, &l)| (ids[v], ids[l as usize])).collect();
+            (original, runner.finish(algorithm))
+        };
+        let (want, _) = labels(&plain.store, options(EngineKind::InMemory, 64 << 20));
+        let (got, stats) = labels(&shuffled, nwsm.clone());
+        assert_eq!(got, want, "{algorithm}");
+        let plan = stats.plan.as_ref().unwrap();
+        assert_eq!(plan.memory[0], MemoryPart::new("algorithm state", 8 * 1500), "{algorithm}: {plan:?}");
+        assert_eq!(stats.memory_ledger.part("algorithm state"), 8 * 1500, "{algorithm}");
+        assert!(stats.memory_ledger.peak_bytes <= stats.memory_budget_bytes, "{algorithm}");
     }
 }
 

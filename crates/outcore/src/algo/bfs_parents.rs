@@ -92,7 +92,9 @@ pub fn run(runner: &Runner, config: &Config) -> Result<BfsTreeOutput> {
     // Unreached vertices are their own parent: their own rank before mapping ranks back.
     let own_rank = |v: usize| rank.as_ref().map_or(v as u64, |r| r[v]);
     let parent_rank = parent_rank.into_iter().enumerate().map(|(v, p)| if p == u64::MAX { own_rank(v) } else { p });
-    let parent = super::ranks_to_dense(rank.as_deref(), parent_rank.collect());
+    let parent_rank = parent_rank.collect();
+    drop(rank);
+    let parent = runner.ranks_to_dense(parent_rank)?;
     Ok(BfsTreeOutput { depth, parent })
 }
 

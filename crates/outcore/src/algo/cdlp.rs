@@ -154,10 +154,12 @@ impl NeighborhoodQuery for CdlpRound<'_> {
     }
 }
 
-fn run_rounds(runner: &Runner, iterations: usize, rank: Option<&[u64]>) -> Result<Vec<VertexId>> {
+/// The rounds' labels start as the original-id ranks themselves (dense ids where those are the
+/// original order), so no copy of the ranks is kept beside them.
+fn run_rounds(runner: &Runner, iterations: usize) -> Result<Vec<VertexId>> {
     super::simple_graph_out_degrees(runner, "cdlp")?;
     let graph = runner.graph_info();
-    let mut labels: Vec<VertexId> = (0..graph.num_vertices).map(|v| rank.map_or(v, |r| r[v as usize])).collect();
+    let mut labels = runner.original_ranks()?.unwrap_or_else(|| (0..graph.num_vertices).collect());
     for _ in 0..iterations {
         labels = runner.run_neighborhood_query(&CdlpRound { labels: &labels, directed: graph.directed })?.values;
     }
@@ -165,19 +167,22 @@ fn run_rounds(runner: &Runner, iterations: usize, rank: Option<&[u64]>) -> Resul
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<CdlpOutput> {
-    let rank = runner.original_ranks()?;
-    let program = Cdlp { iterations: config.iterations, rank: rank.as_deref() };
-    // Both forms keep the ranks of original ids beside the engine; the rounds also the labels.
-    let ranks = if rank.is_some() { 8 } else { 0 };
+    // On a reordered store the Pregel form keeps the ranks of original ids for its first
+    // labels; the rounds start from them as their labels (8 bytes a vertex either way).
+    let ranks = if runner.dense_order_is_original() { 0 } else { 8 };
+    let shape = Cdlp { iterations: config.iterations, rank: None };
     let forms = [
-        ProgramShape::pregel(&program, true).with_state(ranks),
-        ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_column().with_state(ranks + 8),
+        ProgramShape::pregel(&shape, true).with_state(ranks),
+        ProgramShape::query_rounds(1, 8, Some(config.iterations + 1)).with_column().with_state(8),
     ];
     let labels = runner.run_forms(&forms, |form| match form {
-        0 => runner.run_pregel_wire(&program),
-        _ => run_rounds(runner, config.iterations, rank.as_deref()),
+        0 => {
+            let rank = runner.original_ranks()?;
+            runner.run_pregel_wire(&Cdlp { iterations: config.iterations, rank: rank.as_deref() })
+        }
+        _ => run_rounds(runner, config.iterations),
     })?;
-    Ok(CdlpOutput { label: super::ranks_to_dense(rank.as_deref(), labels) })
+    Ok(CdlpOutput { label: runner.ranks_to_dense(labels)? })
 }
 
 impl From<CdlpOutput> for AlgorithmResult {

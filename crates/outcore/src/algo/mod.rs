@@ -283,17 +283,6 @@ fn many_sources(runner: &Runner, params: &AlgorithmParams, default: usize) -> Re
     msbfs::sample_sources(runner, params.num_sources.unwrap_or(default), params.seed.unwrap_or(0))
 }
 
-/// Maps labels given as original-id ranks back to dense ids (`rank[v]` per dense id `v`);
-/// labels are returned unchanged when `rank` is `None` (dense order is original order).
-fn ranks_to_dense(rank: Option<&[u64]>, labels: Vec<VertexId>) -> Vec<VertexId> {
-    let Some(rank) = rank else { return labels };
-    let mut dense_of_rank = vec![0 as VertexId; rank.len()];
-    for (v, &r) in rank.iter().enumerate() {
-        dense_of_rank[r as usize] = v as VertexId;
-    }
-    labels.into_iter().map(|label| dense_of_rank[label as usize]).collect()
-}
-
 /// Runs `round` (the values of the next round from those of the last) until a round changes
 /// nothing, and returns that fixed point: label and distance propagation as repeated
 /// one-level neighborhood queries (wcc, sssp on nwsm).

@@ -258,8 +258,6 @@ fn union_find_labels(runner: &Runner, rank: Option<&[u64]>) -> Result<Vec<u64>> 
 }
 
 pub fn run(runner: &Runner, config: &Config) -> Result<WccOutput> {
-    let rank = runner.original_ranks()?;
-    let program = Wcc { rank: rank.as_deref() };
     let fits_u32 = runner.graph_info().num_vertices <= u32::MAX as u64;
     let (union_find, propagation) = match config.method {
         Method::Auto => (fits_u32, true),
@@ -274,24 +272,25 @@ pub fn run(runner: &Runner, config: &Config) -> Result<WccOutput> {
         .into_iter()
         .filter_map(|(i, on)| on.then_some(i))
         .collect();
-    // Every form keeps the ranks of original ids beside the engine; the rounds also the labels.
-    let ranks = if rank.is_some() { 8 } else { 0 };
+    // On a reordered store the first two forms keep the ranks of original ids beside the
+    // engine; the rounds start from them as their labels (8 bytes a vertex either way).
+    let ranks = if runner.dense_order_is_original() { 0 } else { 8 };
     let all = [
         ProgramShape::edge_pass(4).with_state(ranks),
-        ProgramShape::vertex_wire(&program).with_state(ranks),
-        ProgramShape::query_rounds(1, 8, None).with_state(ranks + 8),
+        ProgramShape::vertex_wire(&Wcc { rank: None }).with_state(ranks),
+        ProgramShape::query_rounds(1, 8, None).with_state(8),
     ];
     let forms: Vec<ProgramShape> = offered.iter().map(|&i| all[i]).collect();
     let labels = runner.run_forms(&forms, |form| match offered[form] {
-        0 => union_find_labels(runner, rank.as_deref()),
-        1 => runner.run_vertex_program_wire(&program),
+        0 => union_find_labels(runner, runner.original_ranks()?.as_deref()),
+        1 => runner.run_vertex_program_wire(&Wcc { rank: runner.original_ranks()?.as_deref() }),
         _ => {
-            let labels: Vec<u64> =
-                (0..runner.graph_info().num_vertices).map(|v| rank.as_ref().map_or(v, |r| r[v as usize])).collect();
+            let n = runner.graph_info().num_vertices;
+            let labels = runner.original_ranks()?.unwrap_or_else(|| (0..n).collect());
             super::until_stable(labels, |labels| Ok(runner.run_neighborhood_query(&WccRound { labels })?.values))
         }
     })?;
-    Ok(WccOutput { component: super::ranks_to_dense(rank.as_deref(), labels) })
+    Ok(WccOutput { component: runner.ranks_to_dense(labels)? })
 }
 
 impl From<WccOutput> for AlgorithmResult {

@@ -489,6 +489,28 @@ impl Runner {
         Ok(Some(rank))
     }
 
+    /// Labels that are original-id ranks ([`original_ranks`](Self::original_ranks)) as dense ids,
+    /// in place. The store's by-original permutation is the dense id of each rank, so nothing
+    /// but its file (8 bytes a vertex) is held: a run need not keep the ranks to its end.
+    pub fn ranks_to_dense(&self, mut labels: Vec<VertexId>) -> Result<Vec<VertexId>> {
+        if self.dense_order_is_original() {
+            return Ok(labels);
+        }
+        let dense_of_rank = self.store.file(crate::store::ids::BY_ORIGINAL)?.read_all()?;
+        let n = self.store.num_vertices();
+        if dense_of_rank.len() as u64 != n * 8 {
+            return Err(Error::store(
+                self.store.dir().join(crate::store::ids::BY_ORIGINAL),
+                format!("holds {} bytes, not 8 for each of the {n} vertices", dense_of_rank.len()),
+            ));
+        }
+        for label in &mut labels {
+            let at = *label as usize * 8;
+            *label = u64::from_le_bytes(dense_of_rank[at..at + 8].try_into().expect("8 bytes"));
+        }
+        Ok(labels)
+    }
+
     /// Runs a vertex program to completion and returns the final values in dense-id order.
     pub fn run_vertex_program<P: VertexProgram>(&self, program: &P) -> Result<Vec<P::Value>> {
         self.run_on(ProgramShape::vertex(program), |engine| self.vertex_program_on(engine, program))
