@@ -635,3 +635,39 @@ fn the_planner_gives_the_memory_mode_its_topology_bytes_and_nothing_written() {
     let disk = shards_row(ShardValues::Disk);
     assert!(disk.bytes_written > 0 && disk.bytes_read > memory.bytes_read, "{disk:?}");
 }
+
+/// The disk mode's plan passes over a built layout whose intervals do not fit its budget, as
+/// the engine does, and names the layout it builds: from the largest budget down, the plan
+/// names no build exactly when the run took a layout that was already built.
+#[test]
+fn the_disk_plan_passes_over_built_layouts_whose_intervals_do_not_fit() {
+    let g = rmat_graph();
+    let p = params(&g, "pr");
+    let (mut runs_that_built, mut runs_on_built) = (0, 0);
+    for budget in [2u64 << 20, 1 << 20, 768 << 10, 512 << 10, 384 << 10, 256 << 10, 192 << 10, 128 << 10] {
+        let built_before: Vec<String> = Store::open(g.store.dir())
+            .unwrap()
+            .manifest()
+            .layouts
+            .keys()
+            .filter(|l| l.starts_with("shards-"))
+            .cloned()
+            .collect();
+        let options = values_options(budget, None, Some(DynamicPolicy::Off), ShardValues::Disk);
+        let Ok((_, stats)) = run(&g.store, options, "pr", &p) else { continue };
+        let plan = stats.plan.as_ref().unwrap();
+        let used = format!("shards-{}", run_figures(&stats).shards);
+        let was_built = built_before.contains(&used);
+        assert_eq!(
+            plan.builds.is_none(),
+            was_built,
+            "{budget} B: ran on {used}, built before: {built_before:?}, plan {plan:?}"
+        );
+        if was_built {
+            runs_on_built += 1;
+        } else {
+            runs_that_built += 1;
+        }
+    }
+    assert!(runs_that_built >= 2 && runs_on_built >= 1, "{runs_that_built} runs built, {runs_on_built} did not");
+}

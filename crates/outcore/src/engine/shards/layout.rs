@@ -159,8 +159,9 @@ impl ShardLayout {
         let intervals = self.intervals.windows(2).map(|w| w[1] - w[0]);
         ShardLayoutFacts {
             shards: self.shards,
-            max_interval_vertices: intervals.max().unwrap_or(0),
+            max_interval_vertices: intervals.clone().max().unwrap_or(0),
             max_shard_edges: (0..self.shards).map(|j| self.shard_edges(j)).max().unwrap_or(0),
+            interval_loads: intervals.enumerate().map(|(j, vertices)| (vertices, self.interval_edges(j))).collect(),
         }
     }
 
@@ -182,11 +183,22 @@ impl ShardLayout {
 
 /// The figures of a built `shards-P` layout that size the memory mode: the planner reads them
 /// for the layouts a store has, so that its parts are the run's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardLayoutFacts {
     pub shards: usize,
     pub max_interval_vertices: u64,
     pub max_shard_edges: u64,
+    /// Per interval: its vertices, and the edges one step of it holds
+    /// ([`ShardLayout::interval_edges`]).
+    pub interval_loads: Vec<(u64, u64)>,
+}
+
+impl ShardLayoutFacts {
+    /// Whether every interval's edges and vertices fit `share` in the disk mode: the test
+    /// under which the engine takes this layout or doubles P (`open_layout`).
+    pub fn intervals_fit(&self, per_edge: u64, per_vertex: u64, share: u64) -> bool {
+        self.interval_loads.iter().all(|&(vertices, edges)| edges * per_edge + vertices * per_vertex <= share)
+    }
 }
 
 /// The facts of every `shards-P` layout of `store` that opens (read through counters of their

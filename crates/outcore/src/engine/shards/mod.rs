@@ -262,12 +262,7 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64, share: u64) -> 
     let budget = runner.memory().bytes();
     let n = store.num_vertices();
     let per_vertex = vertex_bytes::<P>();
-    let fits = |layout: &ShardLayout| {
-        (0..layout.shards).all(|j| {
-            let vertices = layout.intervals[j + 1] - layout.intervals[j];
-            layout.interval_edges(j) * per_edge + vertices * per_vertex <= share
-        })
-    };
+    let fits = |layout: &ShardLayout| layout.facts().intervals_fit(per_edge, per_vertex, share);
     let build_buffer = budget / 4;
     if let Some(p) = options.shards {
         let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;

@@ -65,9 +65,17 @@ impl Engine for ShardsEngine {
         // The fewest intervals that could do; the engine doubles them while an interval does
         // not fit (intervals are balanced by in-edges, not bytes), and refuses then if need be —
         // the Runner chooses again. A plan never refuses what the engine might run.
-        let p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
-        if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
-            return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
+        // A layout of P intervals already built whose intervals do not fit is passed over, as
+        // the engine passes it over.
+        let mut p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
+        loop {
+            if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
+                return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
+            }
+            match graph.shard_layouts.iter().find(|facts| facts.shards == p) {
+                Some(built) if !built.intervals_fit(per_edge, per_vertex, share) => p *= 2,
+                _ => break,
+            }
         }
         let mut plan = Plan::new(self.kind(), &work).with_parts(sizing.parts());
         let arcs = graph.arcs as f64 * directions as f64;
@@ -76,8 +84,9 @@ impl Engine for ShardsEngine {
         plan.bytes_read = (per_step_read * work.iterations) as u64;
         plan.bytes_written = (per_step_written * work.iterations) as u64;
         let mut build = 0.0;
-        if !graph.has_layout("shards-") {
-            plan.builds = Some(format!("shards-{p}"));
+        let name = super::ShardLayout::layout_name(p);
+        if !graph.layouts.contains(&name) {
+            plan.builds = Some(name);
             build = ctx.model.build(graph.csr_out_bytes + graph.csr_in_bytes, graph.arcs);
         }
         plan.seconds = ctx.model.transfer(plan.bytes_read + plan.bytes_written)
