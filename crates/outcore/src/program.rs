@@ -169,6 +169,13 @@ pub trait VertexProgram: Sync + Send {
         true
     }
 
+    /// Whether `scatter` reads [`EdgeRef::source_out_degree`] (default true). A program that
+    /// says false spares an engine that pushes along csr-in the offsets of csr-out, kept only
+    /// for the degrees (8 bytes a vertex); its edges then carry no meaningful degree there.
+    fn reads_out_degrees(&self) -> bool {
+        true
+    }
+
     fn max_iterations(&self) -> Option<usize> {
         None
     }

@@ -280,6 +280,28 @@ fn rounds_on_a_reordered_store_keep_the_ranks_as_their_labels() {
     }
 }
 
+/// hits holds its hubs (and, while the next hubs are computed, its authorities) beside the
+/// engine and says so; its products read no out-degrees, so stream pushing along csr-in keeps
+/// csr-in's offsets alone. Its scores are inmem's.
+#[test]
+fn hits_charges_its_vectors_and_keeps_one_layouts_offsets_on_stream() {
+    let g = store_of(&rmat(10, 8, 3, true));
+    let n = g.store.num_vertices();
+    let scores = |engine| {
+        let runner = Runner::new(&g.store, options(engine, 64 << 20));
+        let out = outcore::algo::hits::run(&runner, &outcore::algo::hits::Config::default()).unwrap();
+        (out, runner.finish("hits"))
+    };
+    let (want, _) = scores(EngineKind::InMemory);
+    let (got, stats) = scores(EngineKind::Stream);
+    for (a, b) in want.hubs.iter().zip(&got.hubs).chain(want.authorities.iter().zip(&got.authorities)) {
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-15, "{a} against {b}");
+    }
+    assert_eq!(stats.memory_ledger.part("algorithm state"), 16 * n);
+    assert_eq!(stats.memory_ledger.part("offsets"), 8 * (n + 1));
+    assert!(stats.memory_ledger.peak_bytes <= stats.memory_budget_bytes);
+}
+
 /// A budget below the state itself: nwsm, asked for, refuses before it runs, and `auto`'s
 /// plan of nwsm says why; neither panics nor charges past the budget.
 #[test]

@@ -24,6 +24,7 @@
 //! keep vertex values in memory anyway (shards excepted).
 
 use super::{AlgorithmResult, ValueColumn};
+use crate::engine::planner::ProgramShape;
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeDirection, EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -104,6 +105,12 @@ impl VertexProgram for Product<'_> {
     fn max_iterations(&self) -> Option<usize> {
         Some(1)
     }
+    fn reads_out_degrees(&self) -> bool {
+        false
+    }
+    fn has_global_contributions(&self) -> bool {
+        false
+    }
 }
 
 fn check(runner: &Runner, config: &Config) -> Result<()> {
@@ -146,8 +153,13 @@ pub fn run(runner: &Runner, config: &Config) -> Result<HitsOutput> {
     let n = runner.graph_info().num_vertices as usize;
     let mut hubs = vec![1.0 / n as f64; n];
     for step in 1..=config.max_iterations {
+        // The hubs are held beside the engine, and the authorities too while the hubs of the
+        // next step are computed from them: 16 bytes a vertex, declared for both products so
+        // that an engine the Runner keeps from one to the next (cache) finds the same room.
         let product = |input: &[f64], direction| {
-            runner.run_vertex_program(&Product { input, direction, weighted: config.weighted })
+            let program = Product { input, direction, weighted: config.weighted };
+            let shape = ProgramShape::vertex(&program).with_state(16);
+            runner.run_forms(&[shape], |_| runner.run_vertex_program(&program))
         };
         let mut authorities = product(&hubs, EdgeDirection::Out)?;
         let mut next = product(&authorities, EdgeDirection::In)?;

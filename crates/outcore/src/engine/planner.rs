@@ -105,6 +105,9 @@ pub struct ProgramShape {
     /// Every active source sends the same message
     /// (`VertexProgram::sends_one_message_per_iteration`).
     pub sends_one_message: bool,
+    /// Vertex programs: scatter or the global sums read out-degrees, which an engine pushing
+    /// along csr-in takes from csr-out's offsets ([`VertexProgram::reads_out_degrees`]).
+    pub out_degrees: bool,
     /// Bytes per vertex of the column a one-level query reads for any vertex
     /// (`NeighborhoodQuery::column`; 0 when it has none), which nwsm keeps in its own order.
     pub column_bytes: u64,
@@ -136,6 +139,7 @@ impl ProgramShape {
             supports_pull: program.supports_pull(),
             sends_uniform_messages: program.sends_uniform_messages(),
             sends_one_message: program.sends_one_message_per_iteration(),
+            out_degrees: program.reads_out_degrees() || program.has_global_contributions(),
             column_bytes: 0,
             state_bytes: 0,
         }
@@ -166,6 +170,7 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            out_degrees: false,
             column_bytes: 0,
             state_bytes: 0,
         }
@@ -197,6 +202,7 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            out_degrees: false,
             column_bytes: 0,
             state_bytes: 0,
         }
@@ -235,6 +241,7 @@ impl ProgramShape {
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
+            out_degrees: false,
             column_bytes: 0,
             state_bytes: 0,
         }

@@ -30,8 +30,9 @@ impl Engine for StreamEngine {
         let graph = ctx.graph;
         let work = Workload::of(shape, graph);
         // Layouts whose offsets stay in memory: those read, plus csr-out's for degrees when
-        // only csr-in is read.
-        let layouts = shape.layouts(graph.directed) + (shape.direction == EdgeDirection::In && graph.directed) as u64;
+        // only csr-in is read and the program reads them.
+        let degrees_apart = shape.direction == EdgeDirection::In && graph.directed && shape.out_degrees;
+        let layouts = shape.layouts(graph.directed) + degrees_apart as u64;
         let pull = PullNeeds::of(
             shape.supports_pull && ctx.options.stream.pull,
             shape.sends_uniform_messages,

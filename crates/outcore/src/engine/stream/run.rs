@@ -152,8 +152,9 @@ impl RunLayouts {
             (EdgeDirection::Both, true) => &[Direction::Out, Direction::In],
         };
         // Out-degrees (`EdgeRef::source_out_degree`, `global_contribution`) come from csr-out's
-        // offsets, kept as well when only csr-in is read.
-        let degrees_apart = directions[0] != Direction::Out;
+        // offsets, kept as well when only csr-in is read and the program reads them.
+        let reads_degrees = program.reads_out_degrees() || program.has_global_contributions();
+        let degrees_apart = directions[0] != Direction::Out && reads_degrees;
         let use_weights = program.uses_weights() && store.is_weighted();
         let (plan, reverse) = plan_memory(runner, program, directions, degrees_apart, options)?;
         let memory = charge_memory(
