@@ -481,7 +481,7 @@ impl Runner {
         if self.dense_order_is_original() {
             return Ok(None);
         }
-        let by_original = self.store.file(crate::store::ids::BY_ORIGINAL)?.read_all()?;
+        let by_original = self.dense_id_of_each_rank()?;
         let mut rank = vec![0u64; self.store.num_vertices() as usize];
         for (r, chunk) in by_original.chunks_exact(8).enumerate() {
             rank[u64::from_le_bytes(chunk.try_into().unwrap()) as usize] = r as u64;
@@ -496,19 +496,27 @@ impl Runner {
         if self.dense_order_is_original() {
             return Ok(labels);
         }
-        let dense_of_rank = self.store.file(crate::store::ids::BY_ORIGINAL)?.read_all()?;
-        let n = self.store.num_vertices();
-        if dense_of_rank.len() as u64 != n * 8 {
-            return Err(Error::store(
-                self.store.dir().join(crate::store::ids::BY_ORIGINAL),
-                format!("holds {} bytes, not 8 for each of the {n} vertices", dense_of_rank.len()),
-            ));
-        }
+        let dense_of_rank = self.dense_id_of_each_rank()?;
         for label in &mut labels {
             let at = *label as usize * 8;
             *label = u64::from_le_bytes(dense_of_rank[at..at + 8].try_into().expect("8 bytes"));
         }
         Ok(labels)
+    }
+
+    /// The store's by-original file, whole: the dense id of each original-id rank, 8 bytes
+    /// (little-endian) each. A file of another length than 8 bytes a vertex is an error that
+    /// names it.
+    fn dense_id_of_each_rank(&self) -> Result<Vec<u8>> {
+        let bytes = self.store.file(crate::store::ids::BY_ORIGINAL)?.read_all()?;
+        let n = self.store.num_vertices();
+        if bytes.len() as u64 != n * 8 {
+            return Err(Error::store(
+                self.store.dir().join(crate::store::ids::BY_ORIGINAL),
+                format!("holds {} bytes, not 8 for each of the {n} vertices", bytes.len()),
+            ));
+        }
+        Ok(bytes)
     }
 
     /// Runs a vertex program to completion and returns the final values in dense-id order.

@@ -107,12 +107,12 @@ impl Reads {
         let static_cache =
             if options.selection == SelectionMethod::None { 0.0 } else { (memory.static_cache as f64).min(out) };
         let uncached = if out > 0.0 { 1.0 - static_cache / out } else { 0.0 };
-        let out_pass = if static_cache > 0.0 && holds_every_list(graph, memory) {
-            0.0
-        } else if static_cache > 0.0 {
-            out * (SHORT_LIST_PAGES + (1.0 - SHORT_LIST_PAGES) * uncached)
-        } else {
+        let out_pass = if static_cache == 0.0 {
             out
+        } else if holds_every_list(graph, memory) {
+            0.0
+        } else {
+            out * (SHORT_LIST_PAGES + (1.0 - SHORT_LIST_PAGES) * uncached)
         };
         let per_pass = out_pass + inn;
         let kept = (memory.frames as f64 * options.page_size as f64).min(per_pass);
@@ -129,8 +129,13 @@ impl Reads {
 /// Whether the static cache's budget holds every out-list: the selection takes them all and
 /// a pass reads no out-list page (the lists of vertices without in-arcs are not requested).
 fn holds_every_list(graph: &PlanGraph, memory: &MemoryPlan) -> bool {
-    let edge_bytes = target_bytes_for(graph.vertices) + if graph.weighted { 8 } else { 0 };
-    memory.static_cache >= StaticCache::bytes_for(graph.vertices, graph.vertices, graph.arcs, edge_bytes)
+    let every_list = StaticCache::bytes_for(graph.vertices, graph.vertices, graph.arcs, cached_edge_bytes(graph));
+    memory.static_cache >= every_list
+}
+
+/// Bytes the static cache keeps per edge: its target, and its weight on a weighted store.
+fn cached_edge_bytes(graph: &PlanGraph) -> u64 {
+    target_bytes_for(graph.vertices) + if graph.weighted { 8 } else { 0 }
 }
 
 /// What selecting the static cache costs when no selection for this budget is saved.
@@ -150,8 +155,7 @@ impl Selection {
             return none;
         }
         let target_bytes = target_bytes_for(graph.vertices);
-        let edge_bytes = target_bytes + if graph.weighted { 8 } else { 0 };
-        let (layout, _) = selection_names(options, memory.static_cache, edge_bytes);
+        let (layout, _) = selection_names(options, memory.static_cache, cached_edge_bytes(graph));
         if graph.layouts.contains(&layout) {
             return none;
         }

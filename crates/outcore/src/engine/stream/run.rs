@@ -13,6 +13,7 @@ use super::{
     EdgeBuffer, FirstPull, IndexedBitmap, IoMode, LayoutFiles, MemoryPlan, ResidentSizing, Scatter, Schedule,
     StreamLayout, StreamOptions, Streamed, SOURCE_ORDER,
 };
+use crate::engine::planner::ProgramShape;
 use crate::engine::{Delivery, IterationFigures, IterationStats, ReadMode, Runner, StreamIteration, StreamRun};
 use crate::error::{Error, Result};
 use crate::program::{Control, EdgeDirection, IterationContext, VertexProgram};
@@ -153,8 +154,7 @@ impl RunLayouts {
         };
         // Out-degrees (`EdgeRef::source_out_degree`, `global_contribution`) come from csr-out's
         // offsets, kept as well when only csr-in is read and the program reads them.
-        let reads_degrees = program.reads_out_degrees() || program.has_global_contributions();
-        let degrees_apart = directions[0] != Direction::Out && reads_degrees;
+        let degrees_apart = directions[0] != Direction::Out && ProgramShape::vertex(program).out_degrees;
         let use_weights = program.uses_weights() && store.is_weighted();
         let (plan, reverse) = plan_memory(runner, program, directions, degrees_apart, options)?;
         let memory = charge_memory(
