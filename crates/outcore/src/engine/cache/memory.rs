@@ -168,10 +168,13 @@ pub(crate) struct MemoryPlan {
 
 impl MemoryPlan {
     /// Splits `budget` for `vertices` paged in `total_pages`, with the vertex state and offsets
-    /// of `reservation`, checking that something is left for caching.
+    /// of `reservation`, checking that something is left for caching. `every_list` is what the
+    /// static cache takes holding every out-list ([`StaticCache::every_list_bytes`]): it is
+    /// given no more.
     pub(crate) fn new(
         vertices: u64,
         total_pages: u64,
+        every_list: u64,
         budget: u64,
         reservation: &Reservation,
         options: &CacheOptions,
@@ -198,9 +201,10 @@ impl MemoryPlan {
             SelectionMethod::None => 0,
             _ => (cache as f64 * options.static_cache_share) as u64,
         };
-        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes);
-        // No more frames than the files have pages: more would be allocated (and zeroed) for
-        // nothing, a budget's worth at large budgets.
+        // No more static cache than every list takes, and no more frames than the files have
+        // pages: the rest would be charged, and frames allocated and zeroed, for nothing (a
+        // budget's worth at large budgets).
+        static_cache = static_cache.min(cache - MIN_FRAMES * frame_bytes).min(every_list);
         let frames = ((cache - static_cache) / frame_bytes).min(total_pages.max(MIN_FRAMES)) as usize;
         Ok(MemoryPlan { reserved_state, offsets, page_table, cache, static_cache, frames, frame_bytes })
     }
@@ -247,13 +251,30 @@ mod tests {
         let reservation = Reservation { state_per_vertex: 8, in_offsets: false };
         let options = CacheOptions { selection: SelectionMethod::None, ..CacheOptions::default() };
         let frame = MemoryPlan::frame_bytes(&options);
-        let plan = |pages: u64, budget: u64| MemoryPlan::new(1000, pages, budget, &reservation, &options).unwrap();
+        let plan =
+            |pages: u64, budget: u64| MemoryPlan::new(1000, pages, u64::MAX, budget, &reservation, &options).unwrap();
         let fixed = MemoryPlan::fixed(1000, 100, &reservation);
         assert_eq!(plan(100, 1 << 30).frames, 100);
         assert_eq!(plan(100, fixed + 20 * frame).frames, 20);
         assert_eq!(plan(3, 1 << 30).frames as u64, MIN_FRAMES);
         let parts: u64 = plan(100, 1 << 30).cache_parts().iter().map(|part| part.bytes).sum();
         assert_eq!(parts, 8 * 1000 + 100 * frame);
+    }
+
+    #[test]
+    fn the_static_cache_takes_no_more_than_every_list() {
+        let reservation = Reservation { state_per_vertex: 8, in_offsets: false };
+        let options = CacheOptions::default();
+        let every_list = 5 << 20;
+        let plan = |budget: u64| MemoryPlan::new(1000, 10_000, every_list, budget, &reservation, &options).unwrap();
+        let small = plan(8 << 20);
+        assert!(small.static_cache < every_list);
+        assert_eq!(small.static_cache, (small.cache as f64 * options.static_cache_share) as u64);
+        let large = plan(1 << 30);
+        assert_eq!(large.static_cache, every_list);
+        assert_eq!(large.frames, 10_000, "the rest goes to frames, up to the files' pages");
+        let charged: u64 = large.cache_parts().iter().map(|part| part.bytes).sum();
+        assert_eq!(charged, 8 * 1000 + every_list + 10_000 * MemoryPlan::frame_bytes(&options));
     }
 
     #[test]

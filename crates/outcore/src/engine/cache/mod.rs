@@ -217,7 +217,11 @@ impl CacheEngine {
         let weighted = store.is_weighted();
 
         let (rels, sizes, total_pages) = store_pages(store, page_size);
-        let plan = MemoryPlan::new(n, total_pages, runner.memory().bytes(), &reservation, &options)?;
+        let out_layout = store.csr(Direction::Out)?;
+        let target_bytes = out_layout.target_bytes;
+        let edge_bytes = target_bytes + if weighted { 8 } else { 0 };
+        let every_list = StaticCache::every_list_bytes(n, store.num_arcs(), edge_bytes);
+        let plan = MemoryPlan::new(n, total_pages, every_list, runner.memory().bytes(), &reservation, &options)?;
         let mut charges = runner.ledger().charge_parts(&plan.fixed_parts())?;
         let mut figures = CacheRun {
             cache_page_size: page_size,
@@ -234,13 +238,10 @@ impl CacheEngine {
             ..CacheRun::default()
         };
 
-        let out_layout = store.csr(Direction::Out)?;
         let out_offsets = read_all_offsets(&out_layout)?;
-        let target_bytes = out_layout.target_bytes;
 
         // The static cache: select (or load the saved selection), then load the lists.
         let static_cache = if options.selection != SelectionMethod::None && plan.static_cache > 0 {
-            let edge_bytes = target_bytes + if weighted { 8 } else { 0 };
             let chosen = Self::selection(runner, &out_layout, &out_offsets, plan, edge_bytes)?;
             figures.selection = Some(chosen.figures);
             let (resident, _working) = chosen.resident.unzip();

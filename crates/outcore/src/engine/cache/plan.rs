@@ -66,7 +66,8 @@ impl Engine for CacheEngine {
         let rels = super::paged_files(graph.directed, graph.weighted);
         let file_bytes = |rel: &str| graph.file_bytes.get(rel).copied().unwrap_or(0);
         let (_, pages) = super::page_numbering(file_bytes, &rels, options.page_size);
-        let memory = match MemoryPlan::new(graph.vertices, pages, ctx.budget, &reservation, options) {
+        let every_list = StaticCache::every_list_bytes(graph.vertices, graph.arcs, cached_edge_bytes(graph));
+        let memory = match MemoryPlan::new(graph.vertices, pages, every_list, ctx.budget, &reservation, options) {
             Ok(memory) => memory,
             Err(e) => return Plan::refused(self.kind(), &work, e.to_string()),
         };
@@ -129,8 +130,7 @@ impl Reads {
 /// Whether the static cache's budget holds every out-list: the selection takes them all and
 /// a pass reads no out-list page (the lists of vertices without in-arcs are not requested).
 fn holds_every_list(graph: &PlanGraph, memory: &MemoryPlan) -> bool {
-    let every_list = StaticCache::bytes_for(graph.vertices, graph.vertices, graph.arcs, cached_edge_bytes(graph));
-    memory.static_cache >= every_list
+    memory.static_cache >= StaticCache::every_list_bytes(graph.vertices, graph.arcs, cached_edge_bytes(graph))
 }
 
 /// Bytes the static cache keeps per edge: its target, and its weight on a weighted store.

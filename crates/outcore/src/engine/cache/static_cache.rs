@@ -53,6 +53,12 @@ impl StaticCache {
         num_vertices.div_ceil(64) * 16 + vertices * INDEX_BYTES_PER_VERTEX + 8 + edges * edge_bytes
     }
 
+    /// Bytes the cache takes holding every list of a layout of `arcs` edges: more is never
+    /// filled.
+    pub fn every_list_bytes(num_vertices: u64, arcs: u64, edge_bytes: u64) -> u64 {
+        Self::bytes_for(num_vertices, num_vertices, arcs, edge_bytes)
+    }
+
     /// Loads the lists of `selected` (sorted, distinct) from `layout`, with weights when asked.
     /// With `resident`, the whole targets file as stored and already checked (the GVS
     /// selection's copy, `selection::Lists::Resident`), the targets are taken from it instead
