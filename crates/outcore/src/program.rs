@@ -180,6 +180,15 @@ pub trait VertexProgram: Sync + Send {
         None
     }
 
+    /// For the planner: the iterations a run that ends by convergence is expected to take,
+    /// when the program can tell (pr-delta: the mass left to propagate shrinks by the damping
+    /// factor each iteration). [`max_iterations`](Self::max_iterations) is then a cap, not the
+    /// count. Default none: the planner takes `max_iterations` as the count, or assumes
+    /// [`ASSUMED_ITERATIONS`](crate::engine::planner::ASSUMED_ITERATIONS).
+    fn expected_iterations(&self) -> Option<f64> {
+        None
+    }
+
     /// True when the program also has a dense *pull* form (Beamer et al., "Direction-Optimizing
     /// Breadth-First Search", SC'12; Ligra's `edgeMapDense`, PPoPP'13 §4). Default off.
     ///

@@ -380,3 +380,25 @@ fn stores_without_a_recorded_max_degree_plan_with_the_one_the_offsets_give() {
         assert_eq!(reordered.manifest().max_degree, Some(expected), "{} reordered", t.name);
     }
 }
+
+/// pr-delta runs until the mass left is below its tolerance. Its plan expects the iterations
+/// that take (the mass shrinks by the damping factor an iteration), not the ten assumed of
+/// programs that cannot tell, and does not call the count known. The runs take that or a
+/// little more on every engine that runs it.
+#[test]
+fn pr_delta_plans_the_iterations_its_tolerance_asks_for() {
+    let expected = ((1e-9f64 / 0.15).ln() / 0.85f64.ln()).ceil();
+    for test in stores() {
+        for engine in [EngineKind::Stream, EngineKind::Cache, EngineKind::Shards] {
+            let (result, runner) = run(&test.store, engine, 8 << 20, "pr-delta");
+            result.unwrap();
+            let stats = runner.finish("pr-delta");
+            let plan = stats.plan.as_ref().expect("the run records its plan");
+            let context = format!("{} on {engine:?}", test.name);
+            assert_eq!(plan.iterations, expected, "{context}");
+            assert!(!plan.iterations_known, "{context}");
+            let ran = stats.iterations as f64;
+            assert!((0.8 * expected..=1.5 * expected).contains(&ran), "{context}: ran {ran}, expected {expected}");
+        }
+    }
+}

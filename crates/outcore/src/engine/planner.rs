@@ -94,8 +94,11 @@ pub struct ProgramShape {
     pub applies_to_all: bool,
     pub tolerates_delays: bool,
     pub message_kind: MessageKind,
-    /// Iterations (supersteps) when the program fixes them.
+    /// Iterations (supersteps) when the program fixes them, or their cap.
     pub max_iterations: Option<usize>,
+    /// Iterations a run that ends by convergence is expected to take, when the program can
+    /// tell ([`VertexProgram::expected_iterations`]); `max_iterations` is then only a cap.
+    pub expected_iterations: Option<f64>,
     /// Levels k of a neighborhood query (0 for the other forms).
     pub levels: usize,
     /// The vertex program allows dense pull iterations (`VertexProgram::supports_pull`).
@@ -135,6 +138,7 @@ impl ProgramShape {
             tolerates_delays: program.tolerates_delays(),
             message_kind: program.message_kind(),
             max_iterations: program.max_iterations(),
+            expected_iterations: program.expected_iterations(),
             levels: 0,
             supports_pull: program.supports_pull(),
             sends_uniform_messages: program.sends_uniform_messages(),
@@ -166,7 +170,7 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Value,
             max_iterations: program.max_supersteps(),
-            levels: 0,
+            expected_iterations: None,            levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -198,7 +202,7 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Delta,
             max_iterations: rounds,
-            levels,
+            expected_iterations: None,            levels,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -237,7 +241,7 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Value,
             max_iterations: Some(1),
-            levels: 0,
+            expected_iterations: None,            levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -291,16 +295,28 @@ impl Workload {
                 let iterations = known.unwrap_or(ASSUMED_ITERATIONS * 2.0);
                 Workload { iterations, iterations_known: known.is_some(), edge_visits: arcs * iterations }
             }
+            _ if shape.expected_iterations.is_some() => {
+                let expected = shape.expected_iterations.unwrap_or_default();
+                let iterations = known.map_or(expected, |cap| expected.min(cap));
+                Workload { iterations, iterations_known: false, edge_visits: arcs * Self::visits_per_arc(shape, iterations) }
+            }
             _ => {
                 let iterations = known.unwrap_or(ASSUMED_ITERATIONS).min(ASSUMED_ITERATIONS * 4.0);
-                // A selective program (min/max) scatters along an arc a few times at most; an
-                // accumulative one keeps most vertices active for many iterations.
-                let per_arc = match shape.message_kind {
-                    MessageKind::Value => 2.0,
-                    MessageKind::Delta => iterations / 2.0,
-                };
-                Workload { iterations, iterations_known: known.is_some(), edge_visits: arcs * per_arc }
+                Workload {
+                    iterations,
+                    iterations_known: known.is_some(),
+                    edge_visits: arcs * Self::visits_per_arc(shape, iterations),
+                }
             }
+        }
+    }
+
+    /// A selective program (min/max) scatters along an arc a few times at most; an
+    /// accumulative one keeps most vertices active for many iterations.
+    fn visits_per_arc(shape: &ProgramShape, iterations: f64) -> f64 {
+        match shape.message_kind {
+            MessageKind::Value => 2.0,
+            MessageKind::Delta => iterations / 2.0,
         }
     }
 }
