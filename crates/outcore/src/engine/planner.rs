@@ -170,7 +170,8 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Value,
             max_iterations: program.max_supersteps(),
-            expected_iterations: None,            levels: 0,
+            expected_iterations: None,
+            levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -202,7 +203,8 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Delta,
             max_iterations: rounds,
-            expected_iterations: None,            levels,
+            expected_iterations: None,
+            levels,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -241,7 +243,8 @@ impl ProgramShape {
             tolerates_delays: false,
             message_kind: MessageKind::Value,
             max_iterations: Some(1),
-            expected_iterations: None,            levels: 0,
+            expected_iterations: None,
+            levels: 0,
             supports_pull: false,
             sends_uniform_messages: false,
             sends_one_message: false,
@@ -291,32 +294,23 @@ impl Workload {
                 let rounds = known.unwrap_or(ASSUMED_ITERATIONS);
                 Workload { iterations: rounds, iterations_known: known.is_some(), edge_visits: per_round * rounds }
             }
-            _ if shape.applies_to_all => {
-                let iterations = known.unwrap_or(ASSUMED_ITERATIONS * 2.0);
-                Workload { iterations, iterations_known: known.is_some(), edge_visits: arcs * iterations }
-            }
-            _ if shape.expected_iterations.is_some() => {
-                let expected = shape.expected_iterations.unwrap_or_default();
-                let iterations = known.map_or(expected, |cap| expected.min(cap));
-                Workload { iterations, iterations_known: false, edge_visits: arcs * Self::visits_per_arc(shape, iterations) }
-            }
             _ => {
-                let iterations = known.unwrap_or(ASSUMED_ITERATIONS).min(ASSUMED_ITERATIONS * 4.0);
-                Workload {
-                    iterations,
-                    iterations_known: known.is_some(),
-                    edge_visits: arcs * Self::visits_per_arc(shape, iterations),
-                }
+                // A count the program expects (convergence) is capped by the one it fixes.
+                let (iterations, iterations_known) = match shape.expected_iterations {
+                    Some(expected) => (known.map_or(expected, |cap| expected.min(cap)), false),
+                    None if shape.applies_to_all => (known.unwrap_or(ASSUMED_ITERATIONS * 2.0), known.is_some()),
+                    None => (known.unwrap_or(ASSUMED_ITERATIONS).min(ASSUMED_ITERATIONS * 4.0), known.is_some()),
+                };
+                // Every vertex scatters every iteration; else a selective program (min/max)
+                // scatters along an arc a few times at most, and an accumulative one keeps most
+                // vertices active for many iterations.
+                let per_arc = match (shape.applies_to_all, shape.message_kind) {
+                    (true, _) => iterations,
+                    (false, MessageKind::Value) => 2.0,
+                    (false, MessageKind::Delta) => iterations / 2.0,
+                };
+                Workload { iterations, iterations_known, edge_visits: arcs * per_arc }
             }
-        }
-    }
-
-    /// A selective program (min/max) scatters along an arc a few times at most; an
-    /// accumulative one keeps most vertices active for many iterations.
-    fn visits_per_arc(shape: &ProgramShape, iterations: f64) -> f64 {
-        match shape.message_kind {
-            MessageKind::Value => 2.0,
-            MessageKind::Delta => iterations / 2.0,
         }
     }
 }
