@@ -11,14 +11,8 @@
 //!                    interval i starts (i = 0..=P), for the sliding windows
 //! ```
 //! Shard j holds every arc whose target lies in interval j, sorted by source (ties keep the
-//! csr-out order), the source written once per run. Intervals are balanced by in- plus
-//! out-edge count: interval j ends at the first vertex where the running sum of in- and
-//! out-degrees reaches (j+1)·2|E|/P. GraphChi balances by in-edges alone (a shard's size), but
-//! a step of interval j holds its shard *and* its out-edges in every other shard's window
-//! ([`ShardLayout::interval_edges`]). On a store in Norder, where vertices with few in-edges
-//! and many out-edges lie together, in-edge balance left one interval of RMAT-22 holding
-//! 2.4 to 2.9 times the budget share at every P from 512 to 2048; by in- plus out-edges each is
-//! at most 2·|E|/P plus one vertex's edges.
+//! csr-out order), the source written once per run. Intervals are balanced by in-edge count:
+//! interval j ends at the first vertex where the running in-degree sum reaches (j+1)·|E|/P.
 //!
 //! The builder streams `csr-out` once in ascending source order, so every shard receives its
 //! arcs already sorted; it writes into a temporary directory inside the store and renames it
@@ -305,25 +299,23 @@ impl LayoutFileWriter {
     }
 }
 
-/// Interval boundaries balanced by in- plus out-degree (see the module doc), streaming both
-/// offsets in chunks (on an undirected store both are csr-out's).
+/// Interval boundaries balanced by in-degree, streaming the in-offsets in chunks.
 fn balanced_intervals(store: &Store, shards: usize) -> Result<Vec<VertexId>> {
     let n = store.num_vertices();
-    let (csr_in, csr_out) = (store.csr(Direction::In)?, store.csr(Direction::Out)?);
-    let total = 2 * store.num_arcs();
+    let arcs = store.num_arcs();
+    let csr_in = store.csr(Direction::In)?;
     let mut intervals = vec![0u64];
     let chunk = 1u64 << 17;
-    let (mut ins, mut outs) = (vec![0u64; (chunk + 1) as usize], vec![0u64; (chunk + 1) as usize]);
+    let mut buf = vec![0u64; (chunk + 1) as usize];
     let mut first = 0;
     while first < n && intervals.len() < shards {
         let count = chunk.min(n - first);
-        csr_in.read_offsets(first, &mut ins[..count as usize + 1])?;
-        csr_out.read_offsets(first, &mut outs[..count as usize + 1])?;
+        csr_in.read_offsets(first, &mut buf[..count as usize + 1])?;
         for i in 0..count as usize {
-            // Running in- plus out-degree sum after vertex first+i.
-            let done = ins[i + 1] + outs[i + 1];
+            // Running in-degree sum after vertex first+i.
+            let done = buf[i + 1];
             let j = intervals.len() as u64;
-            if j < shards as u64 && done * shards as u64 >= j * total && first + i as u64 + 1 < n {
+            if j < shards as u64 && done * shards as u64 >= j * arcs && first + i as u64 + 1 < n {
                 intervals.push(first + i as u64 + 1);
                 if intervals.len() == shards {
                     break;
@@ -481,6 +473,6 @@ fn write_layout(
     }
     let mut params = serde_json::Map::new();
     params.insert("shards".into(), shards.into());
-    params.insert("balanced_by".into(), "in-and-out-edges".into());
+    params.insert("balanced_by".into(), "in-edges".into());
     Ok((files, params))
 }

@@ -5,7 +5,7 @@
 //!
 //! **Fully external.** Vertex values live in a work file and only the current interval's
 //! vertices are in memory, so graphs whose vertex state exceeds the budget run. The layout
-//! `shards-P` ([`layout`]) splits the vertices into P intervals balanced by in- plus out-edge count; P
+//! `shards-P` ([`layout`]) splits the vertices into P intervals balanced by in-edge count; P
 //! comes from `--memory` (one interval's in- and out-edges plus its vertices must fit a third
 //! of the budget) unless `--shards P` says otherwise. Edge records (the messages edges carry,
 //! [`edges`]) live in work files beside the shards. Work files go to `STORE/tmp/` and are

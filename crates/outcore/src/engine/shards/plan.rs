@@ -63,7 +63,7 @@ impl Engine for ShardsEngine {
         }
         let total = 2 * graph.arcs * per_edge + graph.vertices * per_vertex;
         // The fewest intervals that could do; the engine doubles them while an interval does
-        // not fit (intervals are balanced by edges, not bytes), and refuses then if need be —
+        // not fit (intervals are balanced by in-edges, not bytes), and refuses then if need be —
         // the Runner chooses again. A plan never refuses what the engine might run.
         // A layout of P intervals already built whose intervals do not fit is passed over, as
         // the engine passes it over.
