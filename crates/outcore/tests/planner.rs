@@ -402,3 +402,24 @@ fn pr_delta_plans_the_iterations_its_tolerance_asks_for() {
         }
     }
 }
+
+/// eigenvector, katz and bp end at a tolerance at a rate no plan can know: their
+/// `max_iterations` is a cap (100, 1000, 50), and their plans assume a count rather than call
+/// the cap known. The runs take about as many as assumed, far below the caps.
+#[test]
+fn convergent_programs_plan_an_assumed_count_not_their_cap() {
+    let assumed = outcore::engine::planner::ASSUMED_CONVERGENCE_ITERATIONS;
+    for test in stores() {
+        for (algorithm, extra) in [("eigenvector", 2.0), ("katz", 1.0), ("bp", 0.0)] {
+            let (result, runner) = run(&test.store, EngineKind::Stream, 8 << 20, algorithm);
+            result.unwrap();
+            let stats = runner.finish(algorithm);
+            let plan = stats.plan.as_ref().expect("the run records its plan");
+            let context = format!("{algorithm} on {}", test.name);
+            assert_eq!(plan.iterations, assumed + extra, "{context}");
+            assert!(!plan.iterations_known, "{context}");
+            let ran = stats.iterations as f64;
+            assert!((1.0..=3.0 * (assumed + extra)).contains(&ran), "{context}: ran {ran}, assumed {assumed}");
+        }
+    }
+}

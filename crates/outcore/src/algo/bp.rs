@@ -28,6 +28,7 @@
 //! run (default 50). Output: the probability of state 1 per vertex.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
+use crate::engine::planner::ASSUMED_CONVERGENCE_ITERATIONS;
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -144,6 +145,11 @@ impl VertexProgram for Bp<'_> {
     }
     fn max_iterations(&self) -> Option<usize> {
         Some(self.config.max_iterations)
+    }
+    /// Vertices stop sending once their beliefs settle, at a rate the homophily and the graph
+    /// set: `max_iterations` is the cap, and the planner assumes a count.
+    fn expected_iterations(&self) -> Option<f64> {
+        Some(ASSUMED_CONVERGENCE_ITERATIONS)
     }
 }
 

@@ -24,7 +24,7 @@
 //! shards and pregel.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::planner::ProgramShape;
+use crate::engine::planner::{ProgramShape, ASSUMED_CONVERGENCE_ITERATIONS};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -133,6 +133,11 @@ impl VertexProgram for Eigenvector {
     }
     fn max_iterations(&self) -> Option<usize> {
         Some(self.config.max_iterations + 2)
+    }
+    /// The run ends at the tolerance, at a rate set by the two largest eigenvalues, unknown
+    /// before it: `max_iterations` is the cap, and the planner assumes a count.
+    fn expected_iterations(&self) -> Option<f64> {
+        Some(ASSUMED_CONVERGENCE_ITERATIONS + 2.0)
     }
     fn checkpoint_key(&self) -> String {
         let c = self.config;

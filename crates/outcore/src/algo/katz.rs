@@ -18,7 +18,7 @@
 //! aggregate. It runs on every vertex-program engine, out-of-core on stream, cache and shards.
 
 use super::{single_column, AlgorithmResult, ValueColumn};
-use crate::engine::planner::ProgramShape;
+use crate::engine::planner::{ProgramShape, ASSUMED_CONVERGENCE_ITERATIONS};
 use crate::engine::Runner;
 use crate::error::{Error, Result};
 use crate::program::{EdgeRef, GraphInfo, IterationContext, MessageKind, VertexProgram};
@@ -110,6 +110,11 @@ impl VertexProgram for Katz {
     }
     fn max_iterations(&self) -> Option<usize> {
         Some(self.config.max_iterations + 1)
+    }
+    /// The change shrinks by about alpha times the largest eigenvalue an update, unknown before
+    /// the run: `max_iterations` is the cap, and the planner assumes a count.
+    fn expected_iterations(&self) -> Option<f64> {
+        Some(ASSUMED_CONVERGENCE_ITERATIONS + 1.0)
     }
     fn checkpoint_key(&self) -> String {
         let c = self.config;
