@@ -671,3 +671,68 @@ fn the_disk_plan_passes_over_built_layouts_whose_intervals_do_not_fit() {
     }
     assert!(runs_that_built >= 2 && runs_on_built >= 1, "{runs_that_built} runs built, {runs_on_built} did not");
 }
+
+/// Vertices 0..200 with no in-edges and 40 out-edges each, then a ring of 2 000 vertices.
+/// Balanced by in-edges, every P puts 0..200 in its first interval, whose step holds their
+/// 8 000 out-edges in the other shards' windows however many intervals there are.
+fn out_edges_first_store(dir: &std::path::Path) -> Store {
+    let ring = 2000u64;
+    let mut edges: Vec<(u64, u64, f64)> = (0..ring).map(|i| (200 + i, 200 + (i + 1) % ring, 1.0)).collect();
+    edges.extend((0..200u64).flat_map(|s| (0..40u64).map(move |k| (s, 200 + (s * 41 + k * 47) % ring, 1.0))));
+    inmem_support::store(dir, 200 + ring, &edges, true, false)
+}
+
+#[test]
+fn the_offsets_bound_every_interval_load_of_a_layout_from_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rmat, er) = (rmat_graph(), er_graph());
+    let stores = [out_edges_first_store(&dir.path().join("skewed")), rmat.store.clone(), er.store.clone()];
+    for store in &stores {
+        for p in [1, 2, 4, 16, 64] {
+            let floor = outcore::engine::shards::layout::interval_load_floor(store, p).unwrap();
+            let built = ShardLayout::open_or_build(store, p, 1 << 20, &NoProgress).unwrap().facts();
+            assert_eq!(floor.interval_loads.len(), p);
+            for (j, (bound, load)) in floor.interval_loads.iter().zip(&built.interval_loads).enumerate() {
+                assert_eq!(bound.0, load.0, "P = {p}, interval {j}: vertices");
+                assert!(bound.1 <= load.1, "P = {p}, interval {j}: bound {} above the load {}", bound.1, load.1);
+            }
+        }
+        // The skewed store's first interval holds all 8 000 out-edges at every P.
+        if store.num_vertices() == 2200 {
+            let floor = outcore::engine::shards::layout::interval_load_floor(store, 1024).unwrap();
+            assert!(floor.interval_loads[0].1 >= 8000);
+        }
+    }
+}
+
+/// A budget under which no P fits the skewed store's first interval (by the offsets' bound)
+/// while the hub check and the vertex state pass: the plan refuses shards and the engine
+/// refuses without building a layout (before, it built shards-P for every P up to 1024 to find
+/// that out).
+/// The budget of the test below: pr's per-edge bytes in the disk mode put the first interval's
+/// 8 000 out-edges above its share, and the rest of the graph within it.
+const SKEWED_BUDGET: u64 = 1 << 20;
+
+#[test]
+fn intervals_that_cannot_fit_by_the_offsets_are_refused_without_building_a_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = out_edges_first_store(&dir.path().join("skewed"));
+    let p = AlgorithmParams { iterations: Some(3), ..AlgorithmParams::default() };
+    let runner = Runner::new(&store, shards_options(SKEWED_BUDGET, None, None));
+    let error = run_algorithm(&runner, "pr", &p).err().expect("the engine refuses");
+    assert!(matches!(error, Error::MemoryBudget(_)), "{error}");
+    assert!(error.to_string().contains("intervals"), "{error}");
+    let stats = runner.finish("pr");
+    let plan = stats.plan.as_ref().expect("the run records its plan");
+    let refusal = plan.refusal.as_deref().expect("the plan refuses shards");
+    assert!(refusal.contains("intervals"), "{refusal}");
+    let built: Vec<String> = store.reopen().unwrap().manifest().layouts.keys().cloned().collect();
+    assert!(built.iter().all(|name| !name.starts_with("shards-")), "built {built:?}");
+    let dirs: Vec<String> = std::fs::read_dir(store.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|name| name.contains("shards"))
+        .collect();
+    assert!(dirs.is_empty(), "left {dirs:?}");
+}

@@ -21,10 +21,12 @@
 //! [`Runner::choose_form`](super::Runner::choose_form): the Runner, not the algorithm, decides
 //! which form an engine runs.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
 
+use super::shards::layout::ShardLayoutFacts;
 use super::EngineKind;
 use crate::program::{EdgeDirection, MessageKind, PregelProgram, VertexProgram};
 use crate::runtime::format_size;
@@ -342,12 +344,14 @@ pub struct PlanGraph {
     max_degree: MaxDegree,
     /// Bytes of each file of the store by its path in the store (`csr-out/targets`...), as the
     /// paged engines number their pages.
-    pub file_bytes: std::collections::BTreeMap<String, u64>,
+    pub file_bytes: BTreeMap<String, u64>,
     /// The built `shards-P` layouts' largest interval and shard (the shards engine's memory
     /// mode is sized from them).
-    pub shard_layouts: Vec<super::shards::layout::ShardLayoutFacts>,
+    pub shard_layouts: Vec<ShardLayoutFacts>,
     /// The built `bbp-P-Q` layouts (nwsm sizes a run from the one it reads).
     pub bbp_layouts: Vec<super::nwsm::BbpFacts>,
+    /// Lower bounds of the loads of `shards-P` layouts not built ([`PlanGraph::shard_floor`]).
+    shard_floors: ShardFloors,
 }
 
 /// The counts of a store that engines size their memory from: read from a [`Store`] at run
@@ -405,7 +409,15 @@ impl PlanGraph {
             file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
             shard_layouts: super::shards::layout::built_layout_facts(store),
             bbp_layouts: super::nwsm::BbpLayout::all(store).iter().map(|l| l.facts()).collect(),
+            shard_floors: ShardFloors { store: store.clone(), floors: Default::default() },
         }
+    }
+
+    /// A lower bound of the interval loads of `shards-P`
+    /// ([`interval_load_floor`](super::shards::layout::interval_load_floor)), read from the
+    /// offsets once per P and kept; None when the offsets cannot be read.
+    pub fn shard_floor(&self, shards: usize) -> Option<ShardLayoutFacts> {
+        self.shard_floors.get(shards)
     }
 
     /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
@@ -463,6 +475,31 @@ impl MaxDegree {
 impl PartialEq for MaxDegree {
     fn eq(&self, other: &MaxDegree) -> bool {
         self.get() == other.get()
+    }
+}
+
+/// [`PlanGraph::shard_floor`]'s bounds, computed when a plan first asks for one P.
+#[derive(Debug, Clone)]
+struct ShardFloors {
+    store: Store,
+    floors: std::sync::Arc<std::sync::Mutex<BTreeMap<usize, Option<ShardLayoutFacts>>>>,
+}
+
+impl ShardFloors {
+    fn get(&self, shards: usize) -> Option<ShardLayoutFacts> {
+        let mut floors = self.floors.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let floor = floors.entry(shards).or_insert_with(|| {
+            let store = self.store.with_counters(crate::runtime::IoCounters::new());
+            super::shards::layout::interval_load_floor(&store, shards).ok()
+        });
+        floor.clone()
+    }
+}
+
+/// Bounds are a function of the store, like the rest of a [`PlanGraph`].
+impl PartialEq for ShardFloors {
+    fn eq(&self, _: &ShardFloors) -> bool {
+        true
     }
 }
 

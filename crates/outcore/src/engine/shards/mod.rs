@@ -7,7 +7,9 @@
 //! vertices are in memory, so graphs whose vertex state exceeds the budget run. The layout
 //! `shards-P` ([`layout`]) splits the vertices into P intervals balanced by in-edge count; P
 //! comes from `--memory` (one interval's in- and out-edges plus its vertices must fit a third
-//! of the budget) unless `--shards P` says otherwise. Edge records (the messages edges carry,
+//! of the budget; a P whose intervals cannot fit by the offsets alone,
+//! [`layout::interval_load_floor`], is passed over unbuilt) unless `--shards P` says otherwise.
+//! Edge records (the messages edges carry,
 //! [`edges`]) live in work files beside the shards. Work files go to `STORE/tmp/` and are
 //! removed at the end of the run.
 //!
@@ -305,9 +307,13 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64, share: u64) -> 
                 runner.memory()
             )));
         }
-        let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
-        if fits(&layout) {
-            return Ok(layout);
+        // A balance whose intervals cannot fit, even counting each one's larger edge direction
+        // alone, is passed over without building it.
+        if layout::interval_load_floor(store, p)?.intervals_fit(per_edge, per_vertex, share) {
+            let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
+            if fits(&layout) {
+                return Ok(layout);
+            }
         }
         p *= 2;
     }

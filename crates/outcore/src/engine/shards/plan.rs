@@ -5,7 +5,7 @@
 //! reads the shards' topology once and writes nothing.
 
 use super::edges::{topology_bytes_per_edge, EdgeSection};
-use super::layout::run_record_bytes;
+use super::layout::{run_record_bytes, ShardLayoutFacts};
 use super::memory::{MemorySizing, SizingInput};
 use super::{resolve_policy, DiskSizing, DynamicPolicy, ShardValues, MAX_AUTO_SHARDS};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
@@ -66,14 +66,17 @@ impl Engine for ShardsEngine {
         // not fit (intervals are balanced by in-edges, not bytes), and refuses then if need be —
         // the Runner chooses again. A plan never refuses what the engine might run.
         // A layout of P intervals already built whose intervals do not fit is passed over, as
-        // the engine passes it over.
+        // the engine passes it over; so is a P whose intervals cannot fit by the offsets' bound
+        // (`interval_load_floor`), which the engine does not build.
         let mut p = (total.div_ceil(share.max(1)) as usize).max(1).next_power_of_two();
         loop {
             if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
                 return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
             }
-            match graph.shard_layouts.iter().find(|facts| facts.shards == p) {
-                Some(built) if !built.intervals_fit(per_edge, per_vertex, share) => p *= 2,
+            let fits = |facts: &ShardLayoutFacts| facts.intervals_fit(per_edge, per_vertex, share);
+            let built = graph.shard_layouts.iter().find(|facts| facts.shards == p);
+            match built.cloned().or_else(|| graph.shard_floor(p)) {
+                Some(facts) if !fits(&facts) => p *= 2,
                 _ => break,
             }
         }
