@@ -18,7 +18,9 @@ struct Cli {
     command: Command,
 }
 
+/// (Unboxed: parsed once per process.)
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Generate a synthetic graph (R-MAT, Erdős–Rényi, grid) to a file or a store.
     Generate(commands::generate::GenerateArgs),

@@ -95,7 +95,7 @@ fn calibrate_measures_and_saves_where_runs_find_it() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let figures: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let l = figures["gap_threshold_bytes"].as_u64().unwrap();
-    assert!(l >= 4096 && l % 4096 == 0);
+    assert!(l >= 4096 && l.is_multiple_of(4096));
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     assert_eq!(saved["devices"][figures["device"].as_str().unwrap()]["gap_threshold_bytes"], l);
     // A run on a store of that device picks it up.

@@ -588,13 +588,13 @@ fn columns_in_order(
     Ok(out)
 }
 
+/// Sources, targets and (weighted stores) weights, as `edges` returns them.
+type EdgeColumns<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+
 /// Every arc of a store as (src ids, dst ids, weights or None) in original ids (u64 stores:
 /// numpy arrays; string stores: lists). For converting small stores back to networkx.
 #[pyfunction]
-fn edges<'py>(
-    py: Python<'py>,
-    store: PathBuf,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+fn edges<'py>(py: Python<'py>, store: PathBuf) -> PyResult<EdgeColumns<'py>> {
     let store = Store::open(&store).map_err(to_py_err)?;
     let csr = store.csr(outcore::store::Direction::Out).and_then(|c| c.load()).map_err(to_py_err)?;
     let ids = store.ids().map_err(to_py_err)?;

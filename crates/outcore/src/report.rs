@@ -76,7 +76,7 @@ fn group_sizes(labels: &[u64]) -> Groups {
             None => *sparse.entry(label).or_default() += 1,
         }
     }
-    let groups = dense.iter().enumerate().map(|(l, &s)| (l as u64, s)).chain(sparse.into_iter());
+    let groups = dense.iter().enumerate().map(|(l, &s)| (l as u64, s)).chain(sparse);
     let (mut count, mut largest) = (0, None);
     for group in groups.filter(|&(_, s)| s > 0) {
         count += 1;

@@ -284,7 +284,7 @@ fn tc_on_inmem_equals_a_plain_count_on_random_graphs() {
     for (seed, directed) in [(1, true), (2, false), (3, true)] {
         let mut g = erdos_renyi(300, 3000, seed, directed, false);
         // duplicates and self-loops do not change anything
-        g.edges.extend_from_slice(&g.edges[..50].to_vec());
+        g.edges.extend_from_within(..50);
         g.edges.push((4, 4, 1.0));
         let dir = tempfile::tempdir().unwrap();
         let store = build(dir.path(), &g);

@@ -1101,7 +1101,7 @@ mod parquet_tables {
         // Progress counts the row groups' compressed bytes: some, and no more than the file.
         assert!(parsed.bytes_consumed > 0 && parsed.bytes_consumed <= std::fs::metadata(&path).unwrap().len());
         // Unweighted on request; columns by name or index; detection from the magic bytes.
-        let unweighted = parse(&[path.clone()], &ImportOptions { weighted: Some(false), ..options() });
+        let unweighted = parse(std::slice::from_ref(&path), &ImportOptions { weighted: Some(false), ..options() });
         assert!(unweighted.edges().iter().all(|e| e.2.is_none()));
         let renamed =
             std::fs::copy(&path, dir.path().join("edges.data")).map(|_| dir.path().join("edges.data")).unwrap();
@@ -1124,7 +1124,7 @@ mod parquet_tables {
         );
         // Weights asked for: the third column, as in CSV (it is not named `weight`).
         let strings = ImportOptions { ids: IdType::String, weighted: Some(true), ..options() };
-        let parsed = parse(&[path.clone()], &strings);
+        let parsed = parse(std::slice::from_ref(&path), &strings);
         let got: Vec<_> = parsed
             .records
             .iter()
@@ -1153,10 +1153,13 @@ mod parquet_tables {
         let dir = tempdir();
         let (path, _) = sample(dir.path(), "edges.parquet");
         let missing = ImportOptions { dst_col: Some("target".into()), ..options() };
-        assert_contains(&error_of(&[path.clone()], &missing), &["edges.parquet", "--dst-col 'target'", "'from', 'to'"]);
+        assert_contains(
+            &error_of(std::slice::from_ref(&path), &missing),
+            &["edges.parquet", "--dst-col 'target'", "'from', 'to'"],
+        );
         let float_ids = ImportOptions { dst_col: Some("weight".into()), ..options() };
         assert_contains(
-            &error_of(&[path.clone()], &float_ids),
+            &error_of(std::slice::from_ref(&path), &float_ids),
             &["edges.parquet", "column 'weight'", "floating-point"],
         );
         let text_weight = ImportOptions { weight_col: Some("note".into()), ..options() };
@@ -1170,7 +1173,7 @@ mod parquet_tables {
             3,
         );
         assert_contains(
-            &error_of(&[bad.clone()], &options()),
+            &error_of(std::slice::from_ref(&bad), &options()),
             &["bad.parquet", "row 2", "column 's'", "negative id -4"],
         );
         let skip = ImportOptions { skip_bad_lines: true, ..options() };

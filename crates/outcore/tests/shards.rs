@@ -719,7 +719,7 @@ fn intervals_that_cannot_fit_by_the_offsets_are_refused_without_building_a_layou
     let store = out_edges_first_store(&dir.path().join("skewed"));
     let p = AlgorithmParams { iterations: Some(3), ..AlgorithmParams::default() };
     let runner = Runner::new(&store, shards_options(SKEWED_BUDGET, None, None));
-    let error = run_algorithm(&runner, "pr", &p).err().expect("the engine refuses");
+    let error = run_algorithm(&runner, "pr", &p).expect_err("the engine refuses");
     assert!(matches!(error, Error::MemoryBudget(_)), "{error}");
     assert!(error.to_string().contains("intervals"), "{error}");
     let stats = runner.finish("pr");

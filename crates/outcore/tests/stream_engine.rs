@@ -150,7 +150,7 @@ const ALGORITHMS: [&str; 6] = ["bfs", "sssp", "wcc", "pr", "pr-delta", "mssp"];
 /// Bytes of the edge files the program reads (targets, plus weights for weighted programs),
 /// for one layout.
 fn layout_bytes(stats: &RunStats) -> u64 {
-    setup(&stats).edge_file_bytes
+    setup(stats).edge_file_bytes
 }
 
 #[test]
@@ -361,7 +361,7 @@ fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() 
         let expected = inmem(&g.store, "bfs", &p);
         let options = resident_options(IoMode::Buffered, 64 << 10);
         let (got, stats) = run(&g.store, options, "bfs", &p).unwrap();
-        assert_same("bfs", &expected, &got, &g.name);
+        assert_same("bfs", &expected, &got, g.name);
         let arcs = g.store.num_arcs();
         let active_edges = per_iteration(&stats, |i| i.active_edges);
         let from_memory: Vec<usize> = (0..stats.per_iteration.len())

@@ -281,7 +281,7 @@ pub fn run(args: BenchCacheArgs) -> anyhow::Result<()> {
                     times.push(t);
                     // Keep the first run's selection figures (the one that computed it).
                     let keep_selection = best.as_ref().map(|b| b["extra"].clone());
-                    if best.as_ref().map_or(true, |b| t < b["compute_seconds"].as_f64().unwrap_or(f64::INFINITY)) {
+                    if best.as_ref().is_none_or(|b| t < b["compute_seconds"].as_f64().unwrap_or(f64::INFINITY)) {
                         best = Some(run);
                     }
                     if let (Some(b), Some(first)) = (best.as_mut(), keep_selection) {

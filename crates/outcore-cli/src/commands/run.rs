@@ -417,7 +417,7 @@ fn run_with(
         Some(transport) => runner.with_transport(transport),
         None => runner,
     };
-    let writes = runner.transport().map_or(true, |t| t.rank() == 0);
+    let writes = runner.transport().is_none_or(|t| t.rank() == 0);
     let result = run_algorithm(&runner, &args.algorithm, &params(&args))?;
     let stats = runner.finish(&args.algorithm);
     let (rank, ranks) = runner.rank();

@@ -229,8 +229,8 @@ fn apply<P: VertexProgram>(
                     apply_one(t as usize - first);
                 }
             } else {
-                for i in 0..len {
-                    if std::mem::take(&mut received[i]) {
+                for (i, got) in received.iter_mut().enumerate().take(len) {
+                    if std::mem::take(got) {
                         apply_one(i);
                     }
                 }
@@ -333,10 +333,7 @@ pub fn run_vertex_program<P: VertexProgram>(runner: &Runner, program: &P) -> Res
             edges_processed,
             seconds: started.elapsed().as_secs_f64(),
             delivery,
-            figures: IterationFigures::InMemory(InMemoryIteration {
-                applied: applied as u64,
-                push_tasks: push_tasks as u64,
-            }),
+            figures: IterationFigures::InMemory(InMemoryIteration { applied, push_tasks }),
             ..IterationStats::default()
         });
         bar.inc(1);

@@ -457,7 +457,7 @@ impl Runner {
     /// Whether dense ids are in ascending original-id order (no ordering applied, or the last
     /// one applied was `none`), so that "smaller dense id" means "smaller original id".
     pub fn dense_order_is_original(&self) -> bool {
-        self.store.manifest().orderings.last().map_or(true, |o| o == "none")
+        self.store.manifest().orderings.last().is_none_or(|o| o == "none")
     }
 
     /// The dense id of the vertex whose original id has rank `rank` (0-based) in ascending

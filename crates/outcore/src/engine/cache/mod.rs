@@ -202,7 +202,7 @@ impl CacheEngine {
         let options = runner.options().cache.clone();
         let store = runner.store();
         let page_size = options.page_size;
-        if page_size < 512 || page_size % 512 != 0 || page_size > (64 << 20) {
+        if page_size < 512 || !page_size.is_multiple_of(512) || page_size > (64 << 20) {
             return Err(Error::invalid(format!(
                 "page size must be a multiple of 512 bytes up to 64 MiB, not {page_size}"
             )));
@@ -264,7 +264,7 @@ impl CacheEngine {
         let mut files = Vec::new();
         for (rel, &first_page) in rels.iter().zip(&sizes) {
             let mut file = PagedFile::open(store.file(rel)?, first_page, page_size)?;
-            if rel.ends_with("/targets") && page_size % target_bytes == 0 {
+            if rel.ends_with("/targets") && page_size.is_multiple_of(target_bytes) {
                 file.ids = Some((target_bytes, n));
             }
             files.push(file);

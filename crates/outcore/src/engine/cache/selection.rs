@@ -680,7 +680,7 @@ mod tests {
         // 6..=9 on page 1 and list 10 alone on page 2.
         let mut edges = vec![(0, 1, 1.0), (0, 2, 1.0), (0, 3, 1.0), (0, 10, 1.0)];
         for v in 1..=10 {
-            edges.extend(std::iter::repeat((v, 11, 1.0)).take(30));
+            edges.extend(std::iter::repeat_n((v, 11, 1.0), 30));
         }
         let tmp = tempfile::tempdir().unwrap();
         let graph =

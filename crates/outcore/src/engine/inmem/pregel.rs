@@ -353,8 +353,8 @@ fn merge_bucket<M>(running: &[VertexId], bucket: &Bucket<M>, b: usize, lo: Verte
     while r < running.len() || i < bucket.targets.len() {
         let target = bucket.targets.get(i).map(|&t| lo + t as VertexId);
         let vertex = running.get(r).copied();
-        if target.is_some() && (vertex.is_none() || target <= vertex) {
-            merged.push(Awake { vertex: target.unwrap(), inbox: Some((b as u32, i as u32)) });
+        if let Some(t) = target.filter(|_| vertex.is_none() || target <= vertex) {
+            merged.push(Awake { vertex: t, inbox: Some((b as u32, i as u32)) });
             r += (vertex == target) as usize;
             i += 1;
         } else {

@@ -122,6 +122,9 @@ pub(super) fn scatter_frontier<P: VertexProgram, const TRACK: bool>(
 /// Frontier vertices per task of a parallel sparse push ([`push_wanted`]).
 pub(super) const PUSH_CHUNK: usize = 2048;
 
+/// What one chunk of the frontier gathers: the arcs it scanned and its (target, message) pairs.
+type ChunkMessages<M> = (u64, Vec<(VertexId, M)>);
+
 /// A sparse push of a program that [supports pull](VertexProgram::supports_pull), in parallel:
 /// chunks of the frontier list, each on its own thread, gather the messages for the targets
 /// that [want them](VertexProgram::pull_wants) (BFS: unreached vertices, a few among many arcs);
@@ -135,7 +138,7 @@ pub(super) fn push_wanted<P: VertexProgram>(
     frontier: &[VertexId],
     inbox: &mut Inbox<P::Msg>,
 ) -> u64 {
-    let gathered: Vec<(u64, Vec<(VertexId, P::Msg)>)> = frontier
+    let gathered: Vec<ChunkMessages<P::Msg>> = frontier
         .par_chunks(PUSH_CHUNK)
         .map(|chunk| {
             let mut wanted = Vec::new();

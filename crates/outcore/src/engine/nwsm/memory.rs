@@ -131,7 +131,7 @@ pub fn plan_memory(n: u64, p: usize, k: usize, page_size: u64, budget: u64, q_at
     let voi_bytes = n.div_ceil(8) + n.div_ceil(4096) / 8;
     let spill_buffer_bytes = (room / 16 / q as u64).clamp(4 << 10, SPILL_BUFFER_BYTES as u64);
     let spill_bytes = (q as u64 - 1) * spill_buffer_bytes;
-    let windows = room.checked_sub(global_gather_bytes + local_gather_bytes + voi_bytes + spill_bytes).unwrap_or(0);
+    let windows = room.saturating_sub(global_gather_bytes + local_gather_bytes + voi_bytes + spill_bytes);
     if windows < 4 * page_size {
         return Err(Error::MemoryBudget(format!(
             "the nwsm engine has {} left for adjacency windows out of {} (|V| = {n}, p = {p}, q = {q}); \

@@ -316,7 +316,7 @@ fn build_locked(
     if p == 0 || q == 0 {
         return Err(Error::invalid("BBP needs at least one rank and one range (--ranks, q ≥ 1)"));
     }
-    if page_size < MIN_PAGE_SIZE || page_size % 8 != 0 || page_size > u32::MAX as u64 {
+    if page_size < MIN_PAGE_SIZE || !page_size.is_multiple_of(8) || page_size > u32::MAX as u64 {
         return Err(Error::invalid(format!(
             "page size {page_size} is invalid: use a multiple of 8 from {MIN_PAGE_SIZE} bytes to 4 GiB"
         )));
@@ -464,6 +464,9 @@ struct LayoutShape<'a> {
     chunk_bounds: &'a [u64],
 }
 
+/// The files of a layout written (relative names and entries) and its pages per rank.
+type WrittenLayout = (Vec<(String, FileEntry)>, Vec<u64>);
+
 /// Writes all files of the layout into `dir`; returns them (relative names) and pages per rank.
 #[allow(clippy::too_many_arguments)]
 fn write_layout(
@@ -475,7 +478,7 @@ fn write_layout(
     (batch_units, scan_edges): (u64, u64),
     progress: &dyn Progress,
     cancel: &CancelToken,
-) -> Result<(Vec<(String, FileEntry)>, Vec<u64>)> {
+) -> Result<WrittenLayout> {
     let LayoutShape { p, q, page_size, chunk_bounds } = shape;
     let n = degree_new.len();
     let counters = store.counters().clone();

@@ -84,12 +84,15 @@ pub fn take_window(
     Ok(ids)
 }
 
+/// Asks rank `r` for `pages` and returns their bytes one after another.
+pub type FetchPages<'a> = dyn Fn(usize, &[u32]) -> Result<Vec<u8>> + 'a;
+
 /// Where the pages of a window come from: this rank's page file, or other ranks over the
 /// transport (`fetch(rank, pages)` returns the pages' bytes one after another).
 pub struct PageSource<'a> {
     pub rank: usize,
     pub local: &'a StoreFile,
-    pub fetch: &'a dyn Fn(usize, &[u32]) -> Result<Vec<u8>>,
+    pub fetch: &'a FetchPages<'a>,
     /// Pages fetched from another rank at once (at most half the frames).
     pub batch_pages: usize,
 }

@@ -550,7 +550,7 @@ impl<S: StepProgram> ComputeUnit<'_, S> {
         values: &[S::Value],
         received: &Incoming<S::Msg>,
     ) -> Result<()> {
-        if !self.settings.checkpoint_every.is_some_and(|n| (step + 1) % n.max(1) == 0) {
+        if !self.settings.checkpoint_every.is_some_and(|n| (step + 1).is_multiple_of(n.max(1))) {
             return Ok(());
         }
         checkpoint::write(

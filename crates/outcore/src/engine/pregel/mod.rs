@@ -76,7 +76,7 @@ pub const DEFAULT_MESSAGE_FILE_SIZE: u64 = 8 << 20;
 
 /// Options of the pregel engine. The ranks of the job are the runner's transport
 /// ([`Runner::with_transport`]); without one this process runs alone, as one rank.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PregelOptions {
     /// Largest outgoing message file (`--message-file-size`); `None`: the default, lowered to
     /// fit the budget ([`message_file_size`]).
@@ -87,12 +87,6 @@ pub struct PregelOptions {
     pub checkpoint_every: Option<usize>,
     /// Go on from the last checkpoint (`--resume`).
     pub resume: bool,
-}
-
-impl Default for PregelOptions {
-    fn default() -> Self {
-        PregelOptions { message_file_size: None, recoded: false, checkpoint_every: None, resume: false }
-    }
 }
 
 fn with_transport<T>(runner: &Runner, run: impl FnOnce(&dyn Transport) -> Result<T>) -> Result<T> {

@@ -33,7 +33,10 @@ impl IndexedBitmap {
     /// An all-clear bitmap of `len` bits with partitions of `partition_bits` (a positive
     /// multiple of 64).
     pub fn new(len: usize, partition_bits: usize) -> IndexedBitmap {
-        assert!(partition_bits >= 64 && partition_bits % 64 == 0, "partition size must be a multiple of 64 bits");
+        assert!(
+            partition_bits >= 64 && partition_bits.is_multiple_of(64),
+            "partition size must be a multiple of 64 bits"
+        );
         let partition_words = partition_bits / 64;
         let words = len.div_ceil(64);
         let partitions = words.div_ceil(partition_words);
@@ -150,7 +153,7 @@ impl IndexedBitmap {
             if word >= self.words.len() {
                 return None;
             }
-            if word % pw == 0 {
+            if word.is_multiple_of(pw) {
                 // Entering a new partition: jump to the next marked one.
                 let partition = self.next_marked_partition(word / pw)?;
                 word = partition * pw;
@@ -356,7 +359,7 @@ mod tests {
             prop_assert_eq!(seen, want.clone());
             let left: Vec<usize> = want
                 .into_iter()
-                .filter(|&i| !(clear_some && (i / block_bits) % 2 == 0))
+                .filter(|&i| !(clear_some && (i / block_bits).is_multiple_of(2)))
                 .collect();
             prop_assert_eq!(built.iter_ones().collect::<Vec<_>>(), left);
         }
