@@ -308,8 +308,9 @@ fn open_layout<P: VertexProgram>(runner: &Runner, per_edge: u64, share: u64) -> 
             )));
         }
         // A balance whose intervals cannot fit, even counting each one's larger edge direction
-        // alone, is passed over without building it.
-        if layout::interval_load_floor(store, p)?.intervals_fit(per_edge, per_vertex, share) {
+        // alone, is passed over without building it (a built one is checked as it is).
+        let built = store.manifest().layouts.contains_key(&ShardLayout::layout_name(p));
+        if built || layout::interval_load_floor(store, p)?.intervals_fit(per_edge, per_vertex, share) {
             let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
             if fits(&layout) {
                 return Ok(layout);
