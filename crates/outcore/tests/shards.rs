@@ -692,6 +692,9 @@ fn the_offsets_bound_every_interval_load_of_a_layout_from_below() {
             let floor = outcore::engine::shards::layout::interval_load_floor(store, p).unwrap();
             let built = ShardLayout::open_or_build(store, p, 1 << 20, &NoProgress).unwrap().facts();
             assert_eq!(floor.interval_loads.len(), p);
+            // The memory mode's figures are exact.
+            assert_eq!(floor.max_shard_edges, built.max_shard_edges, "P = {p}");
+            assert_eq!(floor.max_interval_vertices, built.max_interval_vertices, "P = {p}");
             for (j, (bound, load)) in floor.interval_loads.iter().zip(&built.interval_loads).enumerate() {
                 assert_eq!(bound.0, load.0, "P = {p}, interval {j}: vertices");
                 assert!(bound.1 <= load.1, "P = {p}, interval {j}: bound {} above the load {}", bound.1, load.1);

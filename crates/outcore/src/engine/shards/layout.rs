@@ -207,8 +207,10 @@ impl ShardLayoutFacts {
 /// and its out-edges in the other shards' windows ([`ShardLayout::interval_edges`]), so its
 /// load is at least each of the two. When this bound does not fit a share, the layout will not
 /// either, and the engine and its plan pass P over rather than build it to find out (RMAT-22 in
-/// Norder: the vertices with few in-edges and many out-edges lie together). One stream of the
-/// in-offsets for the boundaries, then two offsets read per boundary in each direction.
+/// Norder: the vertices with few in-edges and many out-edges lie together). Its vertices per
+/// interval and its largest shard (in-edges) are exact: what the memory mode is sized from. One
+/// stream of the in-offsets for the boundaries, then two offsets read per boundary in each
+/// direction.
 pub fn interval_load_floor(store: &Store, shards: usize) -> Result<ShardLayoutFacts> {
     let intervals = balanced_intervals(store, shards)?;
     let (csr_in, csr_out) = (store.csr(Direction::In)?, store.csr(Direction::Out)?);
@@ -217,18 +219,19 @@ pub fn interval_load_floor(store: &Store, shards: usize) -> Result<ShardLayoutFa
         csr.read_offsets(v, &mut at)?;
         Ok(at[0])
     };
-    let mut loads = Vec::with_capacity(shards);
+    let (mut loads, mut max_shard_edges) = (Vec::with_capacity(shards), 0);
     let (mut last_in, mut last_out) = (offset(&csr_in, 0)?, offset(&csr_out, 0)?);
     for bounds in intervals.windows(2) {
         let (next_in, next_out) = (offset(&csr_in, bounds[1])?, offset(&csr_out, bounds[1])?);
         let (ins, outs) = (next_in.saturating_sub(last_in), next_out.saturating_sub(last_out));
         loads.push((bounds[1] - bounds[0], ins.max(outs)));
+        max_shard_edges = max_shard_edges.max(ins);
         (last_in, last_out) = (next_in, next_out);
     }
     Ok(ShardLayoutFacts {
         shards,
         max_interval_vertices: loads.iter().map(|&(vertices, _)| vertices).max().unwrap_or(0),
-        max_shard_edges: 0,
+        max_shard_edges,
         interval_loads: loads,
     })
 }

@@ -39,7 +39,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::edges::{topology_bytes_per_edge, EdgeSection, ShardFiles};
-use super::layout::{run_record_bytes, ShardLayout};
+use super::layout::{interval_load_floor, run_record_bytes, ShardLayout, ShardLayoutFacts};
 use super::{busiest_vertex, DynamicPolicy, IterationStats, Runner, ShardValues, StepKind, MAX_AUTO_SHARDS};
 use crate::engine::{IterationFigures, ShardsMemoryIteration, ShardsMemorySizing, ShardsRun};
 use crate::error::{Error, Result};
@@ -159,8 +159,12 @@ fn sizing_interval(layout: &ShardLayout) -> usize {
 }
 
 /// The sums for an opened layout.
-fn sizing_for<P: VertexProgram>(runner: &Runner, layout: &ShardLayout, weights: bool, forward: bool) -> SizingInput {
-    let facts = layout.facts();
+fn sizing_for<P: VertexProgram>(
+    runner: &Runner,
+    facts: &ShardLayoutFacts,
+    weights: bool,
+    forward: bool,
+) -> SizingInput {
     SizingInput {
         vertices: runner.graph_info().num_vertices,
         value_bytes: std::mem::size_of::<P::Value>() as u64,
@@ -222,9 +226,17 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
         }
     };
     loop {
-        let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
-        if let Some(sizing) = MemorySizing::new(&sizing_for::<P>(runner, &layout, weights, forward), budget, threads) {
-            return Ok(Some((layout, sizing)));
+        // A P whose sums do not fit by the offsets (its intervals' vertices and largest shard,
+        // exact) is passed over without building it; a built layout is checked as it is.
+        let built = store.manifest().layouts.contains_key(&ShardLayout::layout_name(p));
+        let fits = |facts: &ShardLayoutFacts| {
+            MemorySizing::new(&sizing_for::<P>(runner, facts, weights, forward), budget, threads)
+        };
+        if built || fits(&interval_load_floor(store, p)?).is_some() {
+            let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
+            if let Some(sizing) = fits(&layout.facts()) {
+                return Ok(Some((layout, sizing)));
+            }
         }
         if runner.options().shards.shards.is_some() || p * 2 > MAX_AUTO_SHARDS {
             return refuse(format!(

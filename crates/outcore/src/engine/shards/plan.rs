@@ -150,8 +150,8 @@ fn memory_plan(shape: &ProgramShape, ctx: &PlanContext, work: &Workload) -> Resu
 
 /// The memory mode's sums with `p` shards, as the run makes them ([`MemorySizing`]): from the
 /// largest interval and shard of the built layout, or of intervals and shards balanced like
-/// the layout's when it is not built yet. Like the run, doubles `p` while a built layout does
-/// not fit (unless `--shards` fixes it).
+/// the layout's when it is not built yet (read from the offsets, exact). Like the run, doubles
+/// `p` while they do not fit (unless `--shards` fixes it).
 fn memory_sizing(
     shape: &ProgramShape,
     ctx: &PlanContext,
@@ -161,7 +161,9 @@ fn memory_sizing(
 ) -> Result<(usize, MemorySizing), String> {
     let graph = ctx.graph;
     loop {
+        // The built layout's figures, or the same figures read from the offsets.
         let built = graph.shard_layouts.iter().find(|facts| facts.shards == p);
+        let facts = built.cloned().or_else(|| graph.shard_floor(p));
         let input = SizingInput {
             vertices: graph.vertices,
             value_bytes: shape.value_bytes,
@@ -169,13 +171,15 @@ fn memory_sizing(
             weights,
             forward,
             shards: p,
-            max_interval_vertices: built.map_or(graph.vertices.div_ceil(p as u64), |f| f.max_interval_vertices),
-            max_shard_edges: built.map_or(graph.arcs.div_ceil(p as u64), |f| f.max_shard_edges),
+            max_interval_vertices: facts
+                .as_ref()
+                .map_or(graph.vertices.div_ceil(p as u64), |f| f.max_interval_vertices),
+            max_shard_edges: facts.as_ref().map_or(graph.arcs.div_ceil(p as u64), |f| f.max_shard_edges),
         };
         if let Some(sizing) = MemorySizing::new(&input, ctx.budget, rayon::current_num_threads()) {
             return Ok((p, sizing));
         }
-        if built.is_none() || ctx.options.shards.shards.is_some() || p * 2 > MAX_AUTO_SHARDS {
+        if facts.is_none() || ctx.options.shards.shards.is_some() || p * 2 > MAX_AUTO_SHARDS {
             return Err(format!("with {p} shards values, accumulators and a shard's topology exceed the budget"));
         }
         p *= 2;
