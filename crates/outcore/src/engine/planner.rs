@@ -350,7 +350,7 @@ pub struct PlanGraph {
     pub shard_layouts: Vec<ShardLayoutFacts>,
     /// The built `bbp-P-Q` layouts (nwsm sizes a run from the one it reads).
     pub bbp_layouts: Vec<super::nwsm::BbpFacts>,
-    /// Lower bounds of the loads of `shards-P` layouts not built ([`PlanGraph::shard_floor`]).
+    /// Figures of `shards-P` layouts not built ([`PlanGraph::shard_facts`]).
     shard_floors: ShardFloors,
 }
 
@@ -413,11 +413,13 @@ impl PlanGraph {
         }
     }
 
-    /// A lower bound of the interval loads of `shards-P`
-    /// ([`interval_load_floor`](super::shards::layout::interval_load_floor)), read from the
-    /// offsets once per P and kept; None when the offsets cannot be read.
-    pub fn shard_floor(&self, shards: usize) -> Option<ShardLayoutFacts> {
-        self.shard_floors.get(shards)
+    /// The figures of `shards-P`: the built layout's, else those read from the offsets
+    /// ([`interval_load_floor`](super::shards::layout::interval_load_floor): interval loads
+    /// bounded from below, the rest exact), once per P and kept; None when the offsets cannot
+    /// be read.
+    pub fn shard_facts(&self, shards: usize) -> Option<ShardLayoutFacts> {
+        let built = self.shard_layouts.iter().find(|facts| facts.shards == shards);
+        built.cloned().or_else(|| self.shard_floors.get(shards))
     }
 
     /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
@@ -478,7 +480,7 @@ impl PartialEq for MaxDegree {
     }
 }
 
-/// [`PlanGraph::shard_floor`]'s bounds, computed when a plan first asks for one P.
+/// [`PlanGraph::shard_facts`] of layouts not built, computed when a plan first asks for one P.
 #[derive(Debug, Clone)]
 struct ShardFloors {
     store: Store,

@@ -158,7 +158,7 @@ fn sizing_interval(layout: &ShardLayout) -> usize {
     layout.facts().max_interval_vertices as usize
 }
 
-/// The sums for an opened layout.
+/// The sums for a layout's figures (a built layout's, or those the offsets give before building).
 fn sizing_for<P: VertexProgram>(
     runner: &Runner,
     facts: &ShardLayoutFacts,

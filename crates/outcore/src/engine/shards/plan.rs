@@ -5,7 +5,7 @@
 //! reads the shards' topology once and writes nothing.
 
 use super::edges::{topology_bytes_per_edge, EdgeSection};
-use super::layout::{run_record_bytes, ShardLayoutFacts};
+use super::layout::run_record_bytes;
 use super::memory::{MemorySizing, SizingInput};
 use super::{resolve_policy, DiskSizing, DynamicPolicy, ShardValues, MAX_AUTO_SHARDS};
 use crate::engine::planner::{Engine, Plan, PlanContext, PlanGraph, ProgramForm, ProgramShape, Workload};
@@ -73,10 +73,8 @@ impl Engine for ShardsEngine {
             if p > MAX_AUTO_SHARDS || (p * (p + 1) * 16) as u64 > share {
                 return Plan::refused(self.kind(), &work, format!("would need more than {} intervals", p / 2));
             }
-            let fits = |facts: &ShardLayoutFacts| facts.intervals_fit(per_edge, per_vertex, share);
-            let built = graph.shard_layouts.iter().find(|facts| facts.shards == p);
-            match built.cloned().or_else(|| graph.shard_floor(p)) {
-                Some(facts) if !fits(&facts) => p *= 2,
+            match graph.shard_facts(p) {
+                Some(facts) if !facts.intervals_fit(per_edge, per_vertex, share) => p *= 2,
                 _ => break,
             }
         }
@@ -162,8 +160,7 @@ fn memory_sizing(
     let graph = ctx.graph;
     loop {
         // The built layout's figures, or the same figures read from the offsets.
-        let built = graph.shard_layouts.iter().find(|facts| facts.shards == p);
-        let facts = built.cloned().or_else(|| graph.shard_floor(p));
+        let facts = graph.shard_facts(p);
         let input = SizingInput {
             vertices: graph.vertices,
             value_bytes: shape.value_bytes,
