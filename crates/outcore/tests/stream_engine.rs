@@ -377,13 +377,15 @@ fn a_sparse_level_pulls_from_memory_when_its_push_would_read_much_of_the_disk() 
 
 /// Once a dense push has kept the whole push layout in memory, the sparse pushes after it fold
 /// the frontier's edges from memory and read nothing (pr-delta: everything is active in the
-/// first iteration, a shrinking frontier after); results equal inmem's.
+/// first iteration, a shrinking frontier after; pulls are off, so its dense iterations push);
+/// results equal inmem's.
 #[test]
 fn sparse_pushes_fold_from_memory_once_the_layout_is_resident() {
     let g = rmat_graph();
     let p = params(&g, "pr-delta");
     let expected = inmem(&g.store, "pr-delta", &p);
-    let options = resident_options(IoMode::Buffered, 64 << 10);
+    let mut options = resident_options(IoMode::Buffered, 64 << 10);
+    options.stream.pull = false;
     let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
     assert_same("pr-delta", &expected, &got, "resident");
     let dense = per_iteration(&stats, |i| i.dense);
@@ -627,4 +629,28 @@ fn bytes_under(dir: &std::path::Path) -> u64 {
             m => m.len(),
         })
         .sum()
+}
+
+/// pr-delta pulls while most vertices are active and pushes once the frontier is small, on
+/// stream (every pass read from disk through 64 KiB buffers) and on inmem; either way it ends
+/// within its tolerance of a stream run that only pushes.
+#[test]
+fn pr_delta_pulls_its_dense_iterations_and_pushes_its_sparse_ones() {
+    for g in [rmat_graph(), er_graph()] {
+        let p = params(&g, "pr-delta");
+        let mut push_only = stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10);
+        push_only.stream.pull = false;
+        let (expected, stats) = run(&g.store, push_only, "pr-delta", &p).unwrap();
+        assert!(stats.per_iteration.iter().all(|i| i.delivery != Some(Delivery::Pull)), "{}", g.name);
+        let inmem =
+            RunOptions { engine: EngineKind::InMemory, memory: MemoryBudget::new(1 << 32), ..RunOptions::default() };
+        for options in [stream_options(64 << 20, Schedule::Selective, IoMode::Buffered, 64 << 10), inmem] {
+            let what = format!("{} pr-delta on {:?}", g.name, options.engine);
+            let (got, stats) = run(&g.store, options, "pr-delta", &p).unwrap();
+            assert_same("pr-delta", &expected, &got, &what);
+            let delivery: Vec<_> = stats.per_iteration.iter().map(|i| i.delivery).collect();
+            assert_eq!(delivery[0], Some(Delivery::Pull), "{what}: {delivery:?}");
+            assert!(delivery.contains(&Some(Delivery::Push)), "{what}: {delivery:?}");
+        }
+    }
 }

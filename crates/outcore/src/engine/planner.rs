@@ -315,10 +315,14 @@ impl Workload {
                 };
                 // Every vertex scatters every iteration; else a selective program (min/max)
                 // scatters along an arc a few times at most, and an accumulative one keeps most
-                // vertices active for many iterations.
+                // vertices active for many iterations: heat and bp visit an arc 0.54 and 0.23
+                // times an iteration on RMAT-22 (Norder). pr-delta keeps 84 % active: its
+                // pushes visit an arc 0.82 times an iteration, and a dense iteration that pulls
+                // reads every arc (inmem and stream pulled 141 of its 148).
                 let per_arc = match (shape.applies_to_all, shape.message_kind) {
                     (true, _) => iterations,
                     (false, MessageKind::Value) => 2.0,
+                    (false, MessageKind::Delta) if shape.supports_pull => iterations,
                     (false, MessageKind::Delta) => iterations / 2.0,
                 };
                 Workload { iterations, iterations_known, edge_visits: arcs * per_arc }
