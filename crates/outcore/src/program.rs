@@ -239,6 +239,14 @@ pub trait VertexProgram: Sync + Send {
         false
     }
 
+    /// Whether [`pull_satisfied`](Self::pull_satisfied) often holds before a list ends (BFS:
+    /// the first parent found), so that a pulling engine should check it after every arc. A
+    /// hint for speed only: engines that do not check fold whole lists, which the promise of
+    /// [`supports_pull`](Self::supports_pull) allows. Default false.
+    fn pull_stops_early(&self) -> bool {
+        false
+    }
+
     /// Called after iteration `iteration` with the number of vertices active in the next one.
     fn end_iteration(&self, _iteration: usize, _active_vertices: u64) -> Control {
         Control::Continue

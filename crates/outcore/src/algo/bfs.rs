@@ -90,6 +90,9 @@ impl VertexProgram for Bfs {
     fn pull_satisfied(&self, candidate: &u64) -> bool {
         *candidate != UNREACHABLE
     }
+    fn pull_stops_early(&self) -> bool {
+        true
+    }
     fn apply(&self, _: VertexId, depth: &mut u64, candidate: u64, _: &IterationContext) -> bool {
         let improved = candidate < *depth;
         if improved {

@@ -276,7 +276,10 @@ impl<P: VertexProgram> Pull<'_, P> {
             let fold =
                 Fold { acc: if got { msgs[local] } else { self.program.identity() }, any: got, edges: 0, bad: None };
             let fold = match self.sources {
-                Some(sources) if sources.all => self.fold_every_source::<WIDE>(edges, from, to, fold, sources),
+                Some(sources) if sources.all => self.fold_lanes::<WIDE>(edges, from, to, fold, sources, None),
+                Some(sources) if !self.program.pull_stops_early() => {
+                    self.fold_lanes::<WIDE>(edges, from, to, fold, sources, Some(&sources.senders))
+                }
                 Some(sources) => self.fold::<WIDE>(
                     edges,
                     from,
@@ -352,23 +355,27 @@ impl<P: VertexProgram> Pull<'_, P> {
         fold
     }
 
-    /// Folds the messages of edges `[from, to)` when every source sends (PageRank) into
-    /// [`LANES`] partial folds, arc `k` into lane `k % LANES`, combined at the end.
+    /// Folds the messages of edges `[from, to)` into [`LANES`] partial folds, arc `k` into lane
+    /// `k % LANES`, combined at the end: when every source sends (PageRank, `senders` None),
+    /// or when the program does not [stop pulls early](VertexProgram::pull_stops_early)
+    /// (pr-delta). An inactive source's slot holds the identity, which folds to nothing, so the
+    /// loop has no branch on the sender; `senders` only tells whether any source sent.
     ///
     /// **Why.** Folding into one accumulator makes every arc wait for the arc before it
     /// (a floating-point add takes 4 cycles), however fast its message loads; independent lanes
     /// let the CPU overlap them. `combine` is associative and commutative, so the result is
     /// the same up to rounding, and the same in every run. A fold is never cut short here:
     /// past [`pull_satisfied`](VertexProgram::pull_satisfied) further messages change nothing
-    /// `apply` sees, and programs that stop early do not make every source send.
+    /// `apply` sees.
     #[inline(always)]
-    fn fold_every_source<const WIDE: bool>(
+    fn fold_lanes<const WIDE: bool>(
         &self,
         edges: &Edges<'_>,
         from: u64,
         to: u64,
         mut fold: Fold<P::Msg>,
         sources: &Sources<P::Msg>,
+        senders: Option<&[u64]>,
     ) -> Fold<P::Msg> {
         let width = if WIDE { 8 } else { 4 };
         let (a, b) = ((from - edges.first) as usize, (to - edges.first) as usize);
@@ -378,13 +385,21 @@ impl<P: VertexProgram> Pull<'_, P> {
         let sent = sources.sent.as_slice();
         let mut later = edges.ids_ahead::<WIDE>(a);
         let mut lanes = [self.program.identity(); LANES];
+        // Bits of the sources that sent, ORed: any of them set says a message arrived.
+        let mut sent_any = 0u64;
         let mut fold_into = |lane: &mut P::Msg, id: &[u8]| {
             if let Some(later) = later.next() {
                 sources.ahead(decode::<WIDE>(later) as usize);
             }
-            match sent.get(decode::<WIDE>(id) as usize) {
-                Some(&msg) => *lane = self.program.combine(*lane, msg),
-                None => fold.bad = Some(decode::<WIDE>(id)),
+            let s = decode::<WIDE>(id) as usize;
+            match sent.get(s) {
+                Some(&msg) => {
+                    *lane = self.program.combine(*lane, msg);
+                    if let Some(senders) = senders {
+                        sent_any |= senders[s / 64] >> (s % 64);
+                    }
+                }
+                None => fold.bad = Some(s as u64),
             }
         };
         let mut groups = edges.ids[a * width..b * width].chunks_exact(LANES * width);
@@ -399,13 +414,15 @@ impl<P: VertexProgram> Pull<'_, P> {
         fold.edges += (b - a) as u64;
         let [l0, l1, l2, l3] = lanes;
         let combine = |x, y| self.program.combine(x, y);
-        fold.acc = combine(fold.acc, combine(combine(l0, l1), combine(l2, l3)));
-        fold.any = true;
+        if senders.is_none() || sent_any & 1 == 1 {
+            fold.acc = combine(fold.acc, combine(combine(l0, l1), combine(l2, l3)));
+            fold.any = true;
+        }
         fold
     }
 }
 
-/// Partial folds of [`Pull::fold_every_source`].
+/// Partial folds of [`Pull::fold_lanes`].
 const LANES: usize = 4;
 
 /// The edges of one piece: `[first, end)` of the reverse layout.
