@@ -672,7 +672,7 @@ impl VertexProgram for Deliveries {
         (0, 0.0)
     }
     fn initially_active(&self, v: u64, _: &GraphInfo) -> bool {
-        v % 3 == 0
+        v.is_multiple_of(3)
     }
     fn scatter(&self, _: &(u64, f64), _: EdgeRef) -> Option<f64> {
         Some(1.0)
@@ -685,7 +685,7 @@ impl VertexProgram for Deliveries {
     }
     fn apply(&self, v: u64, value: &mut (u64, f64), sum: f64, ctx: &IterationContext) -> bool {
         *value = (value.0 + 1, value.1 + sum);
-        (v as usize + ctx.iteration) % 3 != 0
+        !(v as usize + ctx.iteration).is_multiple_of(3)
     }
     fn supports_pull(&self) -> bool {
         true
