@@ -413,7 +413,9 @@ impl PlanGraph {
             file_bytes: manifest.files.iter().map(|(rel, entry)| (rel.clone(), entry.bytes)).collect(),
             shard_layouts: super::shards::layout::built_layout_facts(store),
             bbp_layouts: super::nwsm::BbpLayout::all(store).iter().map(|l| l.facts()).collect(),
-            shard_floors: ShardFloors { store: store.clone(), floors: Default::default() },
+            shard_floors: ShardFloors(super::shards::IntervalFloors::new(
+                &store.with_counters(crate::runtime::IoCounters::new()),
+            )),
         }
     }
 
@@ -423,7 +425,7 @@ impl PlanGraph {
     /// be read.
     pub fn shard_facts(&self, shards: usize) -> Option<ShardLayoutFacts> {
         let built = self.shard_layouts.iter().find(|facts| facts.shards == shards);
-        built.cloned().or_else(|| self.shard_floors.get(shards))
+        built.cloned().or_else(|| self.shard_floors.0.get(shards).ok())
     }
 
     /// The most in- plus out-arcs of one vertex (a fully external engine must hold one
@@ -484,23 +486,10 @@ impl PartialEq for MaxDegree {
     }
 }
 
-/// [`PlanGraph::shard_facts`] of layouts not built, computed when a plan first asks for one P.
+/// [`PlanGraph::shard_facts`] of layouts not built, computed when a plan first asks for one P
+/// (read through counters of their own: planning is not part of a run's figures).
 #[derive(Debug, Clone)]
-struct ShardFloors {
-    store: Store,
-    floors: std::sync::Arc<std::sync::Mutex<BTreeMap<usize, Option<ShardLayoutFacts>>>>,
-}
-
-impl ShardFloors {
-    fn get(&self, shards: usize) -> Option<ShardLayoutFacts> {
-        let mut floors = self.floors.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let floor = floors.entry(shards).or_insert_with(|| {
-            let store = self.store.with_counters(crate::runtime::IoCounters::new());
-            super::shards::layout::interval_load_floor(&store, shards).ok()
-        });
-        floor.clone()
-    }
-}
+struct ShardFloors(super::shards::IntervalFloors);
 
 /// Bounds are a function of the store, like the rest of a [`PlanGraph`].
 impl PartialEq for ShardFloors {

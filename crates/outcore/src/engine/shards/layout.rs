@@ -236,6 +236,32 @@ pub fn interval_load_floor(store: &Store, shards: usize) -> Result<ShardLayoutFa
     })
 }
 
+/// [`interval_load_floor`] of each P, computed once and kept: one run sizes the memory mode,
+/// then, when that does not fit, the disk mode, and a plan prices several modes, each asking
+/// for the same P (each ask streams the in-offsets: 19 MB on RMAT-22). Errors are not kept.
+#[derive(Debug, Clone)]
+pub struct IntervalFloors {
+    store: Store,
+    floors: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<usize, ShardLayoutFacts>>>,
+}
+
+impl IntervalFloors {
+    /// Floors of `store`'s layouts, read through `store`'s counters.
+    pub fn new(store: &Store) -> IntervalFloors {
+        IntervalFloors { store: store.clone(), floors: Default::default() }
+    }
+
+    pub fn get(&self, shards: usize) -> Result<ShardLayoutFacts> {
+        let mut floors = self.floors.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(floor) = floors.get(&shards) {
+            return Ok(floor.clone());
+        }
+        let floor = interval_load_floor(&self.store, shards)?;
+        floors.insert(shards, floor.clone());
+        Ok(floor)
+    }
+}
+
 /// The facts of every `shards-P` layout of `store` that opens (read through counters of their
 /// own: planning is not part of a run's figures).
 pub fn built_layout_facts(store: &Store) -> Vec<ShardLayoutFacts> {

@@ -39,8 +39,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::edges::{topology_bytes_per_edge, EdgeSection, ShardFiles};
-use super::layout::{interval_load_floor, run_record_bytes, ShardLayout, ShardLayoutFacts};
-use super::{busiest_vertex, DynamicPolicy, IterationStats, Runner, ShardValues, StepKind, MAX_AUTO_SHARDS};
+use super::layout::{run_record_bytes, IntervalFloors, ShardLayout, ShardLayoutFacts};
+use super::{busiest_degree, DynamicPolicy, IterationStats, Runner, ShardValues, StepKind, MAX_AUTO_SHARDS};
 use crate::engine::{IterationFigures, ShardsMemoryIteration, ShardsMemorySizing, ShardsRun};
 use crate::error::{Error, Result};
 use crate::program::{
@@ -179,7 +179,11 @@ fn sizing_for<P: VertexProgram>(
 
 /// The layout and sums of the memory mode, or None when it does not fit (`Auto` then takes
 /// the disk mode); an error when `Memory` was asked and it does not fit.
-pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Option<(ShardLayout, MemorySizing)>> {
+pub(crate) fn open<P: VertexProgram>(
+    runner: &Runner,
+    program: &P,
+    floors: &IntervalFloors,
+) -> Result<Option<(ShardLayout, MemorySizing)>> {
     let asked = runner.options().shards.values == ShardValues::Memory;
     let budget = runner.memory().bytes();
     let info = runner.graph_info();
@@ -201,7 +205,7 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
         }
     };
     // One vertex's in-edges must fit beside the state whatever P (in+out bounds them).
-    let (_, hub_edges) = busiest_vertex(store)?;
+    let hub_edges = busiest_degree(store)?;
     let hub_bytes = hub_edges.saturating_mul(per_edge);
     let floor = state.saturating_add(hub_bytes).saturating_add(if forward { msg + 1 } else { 0 });
     if floor > budget {
@@ -232,7 +236,7 @@ pub(crate) fn open<P: VertexProgram>(runner: &Runner, program: &P) -> Result<Opt
         let fits = |facts: &ShardLayoutFacts| {
             MemorySizing::new(&sizing_for::<P>(runner, facts, weights, forward), budget, threads)
         };
-        if built || fits(&interval_load_floor(store, p)?).is_some() {
+        if built || fits(&floors.get(p)?).is_some() {
             let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
             if let Some(sizing) = fits(&layout.facts()) {
                 return Ok(Some((layout, sizing)));
