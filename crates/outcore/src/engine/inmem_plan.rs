@@ -134,10 +134,10 @@ impl Engine for InMemoryEngine {
         let layouts = layouts(sizing.load, graph.counts());
         // Direction optimisation (inmem.rs): with both layouts in the budget, dense iterations
         // pull, and a pull that stops at its first satisfying source saves scans (BFS-like:
-        // on RMAT-22 it scanned 18.7 times fewer arcs); a program that applies to every vertex
-        // (PageRank) folds every in-arc.
+        // on RMAT-22 it scanned 18.7 times fewer arcs); other programs (PageRank, pr-delta)
+        // fold every in-arc.
         let mut visits = work.edge_visits;
-        if sizing.pulls && graph.directed && !shape.applies_to_all {
+        if sizing.pulls && graph.directed && shape.pull_stops_early {
             visits /= PULL_SAVING;
         }
         if shape.form == ProgramForm::Pregel && !shape.combines {

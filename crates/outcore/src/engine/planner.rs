@@ -105,6 +105,9 @@ pub struct ProgramShape {
     pub levels: usize,
     /// The vertex program allows dense pull iterations (`VertexProgram::supports_pull`).
     pub supports_pull: bool,
+    /// A pull stops most lists at their first satisfying source
+    /// (`VertexProgram::pull_stops_early`: BFS).
+    pub pull_stops_early: bool,
     /// Its messages depend on the source only (`VertexProgram::sends_uniform_messages`).
     pub sends_uniform_messages: bool,
     /// Every active source sends the same message
@@ -143,6 +146,7 @@ impl ProgramShape {
             expected_iterations: program.expected_iterations(),
             levels: 0,
             supports_pull: program.supports_pull(),
+            pull_stops_early: program.pull_stops_early(),
             sends_uniform_messages: program.sends_uniform_messages(),
             sends_one_message: program.sends_one_message_per_iteration(),
             out_degrees: program.reads_out_degrees() || program.has_global_contributions(),
@@ -175,6 +179,7 @@ impl ProgramShape {
             expected_iterations: None,
             levels: 0,
             supports_pull: false,
+            pull_stops_early: false,
             sends_uniform_messages: false,
             sends_one_message: false,
             out_degrees: false,
@@ -208,6 +213,7 @@ impl ProgramShape {
             expected_iterations: None,
             levels,
             supports_pull: false,
+            pull_stops_early: false,
             sends_uniform_messages: false,
             sends_one_message: false,
             out_degrees: false,
@@ -248,6 +254,7 @@ impl ProgramShape {
             expected_iterations: None,
             levels: 0,
             supports_pull: false,
+            pull_stops_early: false,
             sends_uniform_messages: false,
             sends_one_message: false,
             out_degrees: false,

@@ -70,7 +70,8 @@ impl Engine for StreamEngine {
         plan.bytes_read = offsets + read.max(0.0) as u64;
         // Reading overlaps compute (a reader thread fills buffers ahead).
         let io = ctx.model.transfer(plan.bytes_read);
-        let rate = if pulls && shape.sends_uniform_messages && shape.applies_to_all {
+        // Pulls of uniform messages fold in lanes unless the program stops early (BFS).
+        let rate = if pulls && shape.sends_uniform_messages && !shape.pull_stops_early {
             ctx.model.rates.stream_pull
         } else {
             ctx.model.rates.stream
