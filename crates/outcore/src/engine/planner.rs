@@ -478,8 +478,7 @@ struct MaxDegree {
 
 impl MaxDegree {
     fn of(store: &Store) -> MaxDegree {
-        let value = store.manifest().max_degree.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from);
-        MaxDegree { store: store.clone(), value }
+        MaxDegree { store: store.clone(), value: std::sync::OnceLock::new() }
     }
 
     fn get(&self) -> u64 {
@@ -505,11 +504,11 @@ impl PartialEq for ShardFloors {
     }
 }
 
-/// The most in- plus out-arcs of one vertex, as the shards engine counts them for its hub
-/// check; read through counters of its own: planning is not part of the run's figures.
+/// The most in- plus out-arcs of one vertex, as the shards engine takes it for its hub check
+/// ([`busiest_degree`](super::shards::busiest_degree)); any reads go through counters of their
+/// own: planning is not part of the run's figures.
 fn max_degree(store: &Store) -> crate::Result<u64> {
-    let store = store.with_counters(crate::runtime::IoCounters::new());
-    Ok(super::shards::busiest_vertex(&store)?.1)
+    super::shards::busiest_degree(&store.with_counters(crate::runtime::IoCounters::new()))
 }
 
 /// Seconds per edge visit of each engine's compute, relative to the in-memory engine's rate.

@@ -260,6 +260,13 @@ impl IntervalFloors {
         floors.insert(shards, floor.clone());
         Ok(floor)
     }
+
+    /// Whether `shards-P` is worth opening (or building): it is built, and is then checked as
+    /// it is once opened, or its floor passes `fits`.
+    pub fn worth_opening(&self, shards: usize, fits: impl FnOnce(&ShardLayoutFacts) -> bool) -> Result<bool> {
+        let built = self.store.manifest().layouts.contains_key(&ShardLayout::layout_name(shards));
+        Ok(built || fits(&self.get(shards)?))
+    }
 }
 
 /// The facts of every `shards-P` layout of `store` that opens (read through counters of their

@@ -231,12 +231,11 @@ pub(crate) fn open<P: VertexProgram>(
     };
     loop {
         // A P whose sums do not fit by the offsets (its intervals' vertices and largest shard,
-        // exact) is passed over without building it; a built layout is checked as it is.
-        let built = store.manifest().layouts.contains_key(&ShardLayout::layout_name(p));
+        // exact) is passed over without building it.
         let fits = |facts: &ShardLayoutFacts| {
             MemorySizing::new(&sizing_for::<P>(runner, facts, weights, forward), budget, threads)
         };
-        if built || fits(&floors.get(p)?).is_some() {
+        if floors.worth_opening(p, |floor| fits(floor).is_some())? {
             let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
             if let Some(sizing) = fits(&layout.facts()) {
                 return Ok(Some((layout, sizing)));

@@ -314,9 +314,8 @@ fn open_layout<P: VertexProgram>(
             )));
         }
         // A balance whose intervals cannot fit, even counting each one's larger edge direction
-        // alone, is passed over without building it (a built one is checked as it is).
-        let built = store.manifest().layouts.contains_key(&ShardLayout::layout_name(p));
-        if built || floors.get(p)?.intervals_fit(per_edge, per_vertex, share) {
+        // alone, is passed over without building it.
+        if floors.worth_opening(p, |floor| floor.intervals_fit(per_edge, per_vertex, share))? {
             let layout = ShardLayout::open_or_build(store, p, build_buffer, runner.progress())?;
             if fits(&layout) {
                 return Ok(layout);
@@ -343,7 +342,7 @@ pub fn busiest_vertex(store: &crate::store::Store) -> Result<(VertexId, u64)> {
 
 /// The most in- plus out-edges of one vertex: the manifest's figure, recorded when the store
 /// was built, else [`busiest_vertex`]'s (which streams both offsets files: 38 MB on RMAT-22).
-fn busiest_degree(store: &crate::store::Store) -> Result<u64> {
+pub(crate) fn busiest_degree(store: &crate::store::Store) -> Result<u64> {
     match store.manifest().max_degree {
         Some(degree) => Ok(degree),
         None => Ok(busiest_vertex(store)?.1),
